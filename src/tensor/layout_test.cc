@@ -1,0 +1,78 @@
+#include "src/tensor/layout.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "testing/status_matchers.h"
+
+namespace kvcheck {
+namespace {
+
+using ::kvcheck::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(Layout, ContiguousStridesAndCount) {
+  absl::StatusOr<Layout> layout = Layout::Contiguous({1, 3, 4, 64});
+  ASSERT_OK(layout);
+  EXPECT_THAT(layout->strides(), ElementsAre(768, 256, 64, 1));
+  EXPECT_EQ(layout->num_elements(), 768);
+  EXPECT_EQ(layout->required_storage(), 768);
+  EXPECT_TRUE(layout->is_contiguous());
+}
+
+// The seed's rule: a narrowed (B, H, n, D) view of a (B, H, Cap, D) buffer is contiguous only
+// when n == Cap or B == H == 1; size-1 dimensions are not checked.
+TEST(Layout, ContiguityRuleOfTheSeedDocument) {
+  auto narrowed = [](int64_t b, int64_t h, int64_t n, int64_t cap) {
+    const Layout buffer = *Layout::Contiguous({b, h, cap, 64});
+    return Layout::Strided({b, h, n, 64}, buffer.strides(), 0)->is_contiguous();
+  };
+  EXPECT_FALSE(narrowed(1, 3, 3, 4));
+  EXPECT_TRUE(narrowed(1, 3, 4, 4));
+  EXPECT_FALSE(narrowed(1, 3, 5, 8));
+  EXPECT_TRUE(narrowed(1, 1, 3, 4));
+  EXPECT_FALSE(narrowed(1, 3, 1, 4));  // n == 1 but H > 1 and Cap > 1
+  // (1, 3, 1, 64) as a transpose of (1, 1, 3, 64): contiguous (size-1 dims exempt).
+  EXPECT_TRUE(Layout::Strided({1, 3, 1, 64}, {192, 64, 192, 1}, 0)->is_contiguous());
+  // (1, 3, 5, 64) as a transpose of (1, 5, 3, 64): not contiguous.
+  EXPECT_FALSE(Layout::Strided({1, 3, 5, 64}, {960, 64, 192, 1}, 0)->is_contiguous());
+  // Empty freshly made tensors are contiguous; an empty narrowed view of a buffer is not.
+  EXPECT_TRUE(Layout::Contiguous({2, 0, 3})->is_contiguous());
+  EXPECT_FALSE(Layout::Strided({2, 3, 0, 4}, {96, 32, 4, 1}, 0)->is_contiguous());
+  // The offset does not matter.
+  EXPECT_TRUE(Layout::Strided({2, 3}, {3, 1}, 17)->is_contiguous());
+}
+
+TEST(Layout, RejectsNegativeAndOverflowingSizes) {
+  EXPECT_THAT(Layout::Contiguous({2, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dimension 1")));
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_THAT(Layout::Contiguous({big, big}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflow")));
+  // Zero elements, but the strides of the outer dimension would overflow.
+  EXPECT_THAT(Layout::Contiguous({0, big, big}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflow")));
+  EXPECT_THAT(Layout::Strided({2, 2}, {1}, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Layout::Strided({2, 2}, {2, -1}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative stride")));
+  EXPECT_THAT(Layout::Strided({2}, {1}, -3), StatusIs(absl::StatusCode::kInvalidArgument));
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(Layout::Strided({3}, {max / 2 + 1}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("largest offset")));
+  EXPECT_THAT(Layout::Strided({2}, {1}, max), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(Layout, RequiredStorageAndOffsets) {
+  const Layout layout = *Layout::Strided({2, 3}, {10, 2}, 5);
+  EXPECT_EQ(layout.required_storage(), 5 + 10 + 4 + 1);
+  EXPECT_EQ(layout.OffsetOf({1, 2}), 19);
+  EXPECT_EQ(Layout::Strided({2, 0}, {10, 2}, 5)->required_storage(), 0);
+  EXPECT_EQ(Layout().num_elements(), 1);
+  EXPECT_EQ(layout.DebugString(), "shape [2, 3] strides [10, 2] offset 5");
+}
+
+}  // namespace
+}  // namespace kvcheck

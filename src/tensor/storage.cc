@@ -1,0 +1,52 @@
+#include "src/tensor/storage.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "src/base/checked_math.h"
+
+namespace kvcheck {
+namespace {
+
+constexpr int64_t kAlignment = 64;
+int64_t max_storage_bytes = int64_t{8} << 30;
+
+}  // namespace
+
+int64_t MaxStorageBytes() { return max_storage_bytes; }
+void SetMaxStorageBytes(int64_t bytes) { max_storage_bytes = bytes; }
+
+void Storage::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+
+absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(DType dtype, int64_t num_elements) {
+  if (num_elements < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("storage: element count ", num_elements, " is negative"));
+  }
+  std::optional<int64_t> bytes = CheckedMul(num_elements, DTypeSize(dtype));
+  if (!bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("storage: ", num_elements, " ",
+                                                   DTypeName(dtype),
+                                                   " elements overflow an int64 byte count"));
+  }
+  if (*bytes > max_storage_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("storage: ", *bytes,
+                                                     " bytes requested, limit is ",
+                                                     max_storage_bytes));
+  }
+  // Exactly the requested bytes (at least 1), so that ASan sees any read past the end.
+  const size_t size = static_cast<size_t>(*bytes > 0 ? *bytes : 1);
+  void* raw = nullptr;
+  if (posix_memalign(&raw, kAlignment, size) != 0 || raw == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("storage: allocation of ", *bytes, " bytes failed"));
+  }
+  std::memset(raw, 0, size);
+  return std::shared_ptr<Storage>(
+      new Storage(dtype, num_elements, std::unique_ptr<std::byte[], FreeDeleter>(static_cast<std::byte*>(raw))));
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,71 @@
+// File: storage.h
+// Storage: a zero-initialised, 64-byte aligned buffer of elements of one dtype.
+//
+// Tensors share Storage through std::shared_ptr, the way the engines kvcheck models share
+// buffers between a tensor, its views and its copies. A Storage never changes size.
+//
+// Allocation is bounded: a request over MaxStorageBytes() (default 8 GiB) fails with
+// kResourceExhausted instead of reaching the allocator, so hostile sizes (from fuzzers, or an
+// overflowing sequence length) are an error, never an abort or an OOM kill.
+#ifndef KVCHECK_SRC_TENSOR_STORAGE_H_
+#define KVCHECK_SRC_TENSOR_STORAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "src/base/check.h"
+#include "src/tensor/dtype.h"
+
+namespace kvcheck {
+
+class Storage {
+ public:
+  // A zeroed buffer of `num_elements` elements of `dtype`.
+  // Errors: kInvalidArgument if num_elements < 0 or its byte size overflows int64_t;
+  // kResourceExhausted if it exceeds MaxStorageBytes() or the allocation fails.
+  static absl::StatusOr<std::shared_ptr<Storage>> Allocate(DType dtype, int64_t num_elements);
+
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  DType dtype() const { return dtype_; }
+  int64_t num_elements() const { return num_elements_; }
+  int64_t num_bytes() const { return num_elements_ * DTypeSize(dtype_); }
+
+  std::byte* bytes() { return bytes_.get(); }
+  const std::byte* bytes() const { return bytes_.get(); }
+
+  // Typed element pointer. REQUIRES: T is the element type of dtype().
+  template <typename T>
+  T* data() {
+    KV_CHECK(DTypeOf<T>() == dtype_);
+    return reinterpret_cast<T*>(bytes_.get());
+  }
+  template <typename T>
+  const T* data() const {
+    KV_CHECK(DTypeOf<T>() == dtype_);
+    return reinterpret_cast<const T*>(bytes_.get());
+  }
+
+ private:
+  struct FreeDeleter {
+    void operator()(std::byte* p) const;
+  };
+  Storage(DType dtype, int64_t num_elements, std::unique_ptr<std::byte[], FreeDeleter> bytes)
+      : dtype_(dtype), num_elements_(num_elements), bytes_(std::move(bytes)) {}
+
+  DType dtype_;
+  int64_t num_elements_;
+  std::unique_ptr<std::byte[], FreeDeleter> bytes_;
+};
+
+// The largest single allocation Storage::Allocate accepts, in bytes.
+int64_t MaxStorageBytes();
+// Changes the limit (benchmarks with large models raise it). Not thread-safe with allocation.
+void SetMaxStorageBytes(int64_t bytes);
+
+}  // namespace kvcheck
+
+#endif  // KVCHECK_SRC_TENSOR_STORAGE_H_

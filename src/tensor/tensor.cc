@@ -1,0 +1,124 @@
+#include "src/tensor/tensor.h"
+
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/strided_loop.h"
+
+namespace kvcheck {
+
+Tensor::Tensor() : layout_(*Layout::Contiguous({0})) {}
+
+absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, absl::Span<const int64_t> shape) {
+  KV_ASSIGN_OR_RETURN(Layout layout, Layout::Contiguous(shape));
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
+                      Storage::Allocate(dtype, layout.num_elements()));
+  return Tensor(dtype, std::move(storage), std::move(layout));
+}
+
+absl::StatusOr<Tensor> Tensor::Filled(DType dtype, absl::Span<const int64_t> shape,
+                                      float value) {
+  KV_ASSIGN_OR_RETURN(Tensor tensor, Zeros(dtype, shape));
+  DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T element = FromFloat<T>(value);
+    T* data = tensor.data<T>();
+    for (int64_t i = 0; i < tensor.num_elements(); ++i) data[i] = element;
+  });
+  return tensor;
+}
+
+absl::StatusOr<Tensor> Tensor::FromFloats(DType dtype, absl::Span<const int64_t> shape,
+                                          absl::Span<const float> values) {
+  KV_ASSIGN_OR_RETURN(Tensor tensor, Zeros(dtype, shape));
+  if (static_cast<int64_t>(values.size()) != tensor.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat("from_floats: ", values.size(),
+                                                   " values for shape ", DimsToString(shape),
+                                                   " of ", tensor.num_elements(), " elements"));
+  }
+  DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* data = tensor.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) data[i] = FromFloat<T>(values[i]);
+  });
+  return tensor;
+}
+
+absl::StatusOr<Tensor> Tensor::View(std::shared_ptr<Storage> storage, Layout layout) {
+  if (storage == nullptr) return absl::InvalidArgumentError("view: storage is null");
+  if (layout.required_storage() > storage->num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "view: layout ", layout.DebugString(), " needs ", layout.required_storage(),
+        " elements but the storage holds ", storage->num_elements()));
+  }
+  const DType dtype = storage->dtype();
+  return Tensor(dtype, std::move(storage), std::move(layout));
+}
+
+Tensor Tensor::DeepCopy() const {
+  Tensor copy = *Tensor::Zeros(dtype_, shape());
+  if (num_elements() > 0) {
+    CopyStridedBytes(storage_->bytes(), layout_, copy.storage_->bytes(), copy.layout_,
+                     DTypeSize(dtype_));
+  }
+  return copy;
+}
+
+float Tensor::GetFloat(absl::Span<const int64_t> index) const {
+  const int64_t offset = layout_.OffsetOf(index);
+  return DispatchDType(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    return ToFloat(storage_->data<T>()[offset]);
+  });
+}
+
+void Tensor::SetFloat(absl::Span<const int64_t> index, float value) const {
+  const int64_t offset = layout_.OffsetOf(index);
+  DispatchDType(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    storage_->data<T>()[offset] = FromFloat<T>(value);
+  });
+}
+
+uint32_t Tensor::GetBits(absl::Span<const int64_t> index) const {
+  const int64_t offset = layout_.OffsetOf(index);
+  uint32_t bits = 0;
+  std::memcpy(&bits, storage_->bytes() + offset * DTypeSize(dtype_), DTypeSize(dtype_));
+  return bits;
+}
+
+std::vector<float> Tensor::ToFloats() const {
+  std::vector<float> values;
+  values.reserve(num_elements());
+  DispatchDType(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const T* base = storage_ == nullptr ? nullptr : storage_->data<T>();
+    ForEachRow(layout_, [&](int64_t offset, int64_t length, int64_t stride) {
+      for (int64_t i = 0; i < length; ++i) values.push_back(ToFloat(base[offset + i * stride]));
+    });
+  });
+  return values;
+}
+
+std::vector<uint32_t> Tensor::ToBits() const {
+  std::vector<uint32_t> bits;
+  bits.reserve(num_elements());
+  const int64_t element_size = DTypeSize(dtype_);
+  const std::byte* base = storage_ == nullptr ? nullptr : storage_->bytes();
+  ForEachRow(layout_, [&](int64_t offset, int64_t length, int64_t stride) {
+    for (int64_t i = 0; i < length; ++i) {
+      uint32_t value = 0;  // f16/bf16 bits land in the low half (little-endian x86/ARM)
+      std::memcpy(&value, base + (offset + i * stride) * element_size, element_size);
+      bits.push_back(value);
+    }
+  });
+  return bits;
+}
+
+std::string Tensor::DebugString() const {
+  return absl::StrCat(DTypeName(dtype_), " ", layout_.DebugString());
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,176 @@
+#include "src/tensor/tensor.h"
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/tensor/copy_ops.h"
+#include "src/tensor/view_ops.h"
+#include "testing/status_matchers.h"
+
+namespace kvcheck {
+namespace {
+
+using ::kvcheck::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+Tensor Iota(DType dtype, std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> values(count);
+  std::iota(values.begin(), values.end(), 0.0f);
+  return *Tensor::FromFloats(dtype, shape, values);
+}
+
+TEST(Tensor, CopiesShareStorageAndDeepCopyDoesNot) {
+  Tensor a = Iota(DType::kF32, {2, 3});
+  Tensor alias = a;
+  Tensor owned = a.DeepCopy();
+  EXPECT_TRUE(alias.SharesStorageWith(a));
+  EXPECT_FALSE(owned.SharesStorageWith(a));
+  a.SetFloat({1, 2}, 42.0f);
+  EXPECT_EQ(alias.GetFloat({1, 2}), 42.0f);
+  EXPECT_EQ(owned.GetFloat({1, 2}), 5.0f);
+}
+
+TEST(Tensor, FromFloatsRoundsAndChecksCount) {
+  Tensor h = *Tensor::FromFloats(DType::kF16, {2}, {1.0f / 3.0f, 70000.0f});
+  EXPECT_EQ(h.GetBits({0}), 0x3555u);
+  EXPECT_TRUE(std::isinf(h.GetFloat({1})));
+  EXPECT_THAT(Tensor::FromFloats(DType::kF32, {2, 2}, {1.0f}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 elements")));
+}
+
+TEST(Tensor, ZerosRejectsHostileSizes) {
+  EXPECT_THAT(Tensor::Zeros(DType::kF32, {-1}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Tensor::Zeros(DType::kF32, {int64_t{1} << 62, 4}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Tensor::Zeros(DType::kF32, {int64_t{1} << 40}),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  ASSERT_OK(Tensor::Zeros(DType::kBF16, {0, 5}));
+}
+
+TEST(Tensor, NarrowIsAViewAndChecksBounds) {
+  Tensor t = Iota(DType::kF32, {2, 5});
+  absl::StatusOr<Tensor> n = Narrow(t, 1, 1, 3);
+  ASSERT_OK(n);
+  EXPECT_TRUE(n->SharesStorageWith(t));
+  EXPECT_THAT(n->ToFloats(), ElementsAre(1, 2, 3, 6, 7, 8));
+  EXPECT_FALSE(n->is_contiguous());
+  EXPECT_THAT(Narrow(t, 1, 3, 3), StatusIs(absl::StatusCode::kOutOfRange,
+                                           HasSubstr("dimension 1 of size 5")));
+  EXPECT_THAT(Narrow(t, 2, 0, 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("dimension 2 out of range")));
+  EXPECT_THAT(Narrow(t, 0, -1, 1), StatusIs(absl::StatusCode::kOutOfRange));
+  EXPECT_THAT(Narrow(t, 0, 0, -1), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Narrow(t, 0, INT64_MAX, INT64_MAX), StatusIs(absl::StatusCode::kOutOfRange));
+  ASSERT_OK(Narrow(t, 1, 5, 0));
+}
+
+TEST(Tensor, TransposeAndPermute) {
+  Tensor t = Iota(DType::kF32, {2, 3});
+  Tensor tt = *Transpose(t, 0, 1);
+  EXPECT_THAT(tt.shape(), ElementsAre(3, 2));
+  EXPECT_THAT(tt.ToFloats(), ElementsAre(0, 3, 1, 4, 2, 5));
+  EXPECT_THAT(Transpose(t, 0, 2), StatusIs(absl::StatusCode::kInvalidArgument));
+  Tensor p = *Permute(Iota(DType::kF32, {2, 3, 4}), {2, 0, 1});
+  EXPECT_THAT(p.shape(), ElementsAre(4, 2, 3));
+  EXPECT_EQ(p.GetFloat({3, 1, 2}), 1 * 12 + 2 * 4 + 3);
+  EXPECT_THAT(Permute(t, {0, 0}), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(Tensor, ReshapeViewsWhenPossibleAndCopiesOtherwise) {
+  Tensor t = Iota(DType::kF32, {2, 3, 4});
+  Tensor r = *Reshape(t, {6, 4});
+  EXPECT_TRUE(r.SharesStorageWith(t));
+  Tensor split = *Reshape(*Narrow(t, 2, 0, 2), {2, 3, 2, 1});  // inner dim split: still a view
+  EXPECT_TRUE(split.SharesStorageWith(t));
+  EXPECT_THAT(split.ToFloats(), ElementsAre(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21));
+  Tensor tr = *Transpose(t, 1, 2);  // (2, 4, 3) with strides (12, 1, 4)
+  Tensor merged = *Reshape(tr, {2, 12});
+  EXPECT_FALSE(merged.SharesStorageWith(t));
+  EXPECT_EQ(merged.ToFloats(), tr.ToFloats());
+  EXPECT_THAT(Reshape(t, {5, 5}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("24 elements")));
+}
+
+// The seed's trap, with our semantics: (B, S, H, D).transpose(1, 2) is non-contiguous for
+// S > 1 and contiguous for S == 1; SliceSet accepts both.
+TEST(Tensor, SliceSetAcceptsTransposedSources) {
+  for (int64_t seq : {1, 3}) {
+    Tensor bshd = Iota(DType::kF32, {1, seq, 3, 4});
+    Tensor src = *Transpose(bshd, 1, 2);  // (1, 3, seq, 4)
+    EXPECT_EQ(src.is_contiguous(), seq == 1);
+    Tensor buffer = *Tensor::Filled(DType::kF32, {1, 3, 8, 4}, -1.0f);
+    ASSERT_OK(SliceSet(buffer, src, 2, 2));
+    EXPECT_EQ((*Narrow(buffer, 2, 2, seq)).ToFloats(), src.ToFloats());
+    EXPECT_EQ(buffer.GetFloat({0, 0, 1, 3}), -1.0f);
+    EXPECT_EQ(buffer.GetFloat({0, 2, 2 + seq, 0}), -1.0f);
+  }
+}
+
+TEST(Tensor, SliceSetErrorsWriteNothing) {
+  Tensor buffer = Iota(DType::kF32, {2, 4});
+  const std::vector<float> before = buffer.ToFloats();
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {2, 3}), 1, 2),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("exceeds dimension 1")));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF16, {2, 1}), 1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype")));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {3, 1}), 1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dimension 0")));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {2}), 0, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank")));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {2, 1}), 1, -1),
+              StatusIs(absl::StatusCode::kOutOfRange));
+  EXPECT_EQ(buffer.ToFloats(), before);
+}
+
+TEST(Tensor, SliceSetFromOverlappingViewOfItself) {
+  Tensor t = Iota(DType::kF32, {6});
+  ASSERT_OK(SliceSet(t, *Narrow(t, 0, 0, 4), 0, 2));  // memmove-like semantics
+  EXPECT_THAT(t.ToFloats(), ElementsAre(0, 1, 0, 1, 2, 3));
+}
+
+TEST(Tensor, CatJoinsStridedInputsIntoNewStorage) {
+  Tensor a = Iota(DType::kBF16, {2, 2});
+  Tensor b = *Transpose(Iota(DType::kBF16, {3, 2}), 0, 1);  // (2, 3)
+  Tensor c = *Cat({a, b}, 1);
+  EXPECT_THAT(c.shape(), ElementsAre(2, 5));
+  EXPECT_THAT(c.ToFloats(), ElementsAre(0, 1, 0, 2, 4, 2, 3, 1, 3, 5));
+  Tensor single = *Cat({a}, 0);
+  EXPECT_FALSE(single.SharesStorageWith(a));
+  EXPECT_THAT(Cat({}, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Cat({a, Iota(DType::kF32, {2, 2})}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype")));
+  EXPECT_THAT(Cat({a, Iota(DType::kBF16, {3, 3})}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dimension 1")));
+}
+
+TEST(Tensor, ContiguousKeepsStorageOnlyWhenAlreadyContiguous) {
+  Tensor t = Iota(DType::kF16, {3, 4});
+  EXPECT_TRUE(Contiguous(t)->SharesStorageWith(t));
+  Tensor tr = *Transpose(t, 0, 1);
+  Tensor c = *Contiguous(tr);
+  EXPECT_FALSE(c.SharesStorageWith(t));
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_EQ(c.ToBits(), tr.ToBits());
+}
+
+TEST(Tensor, CastAndCopyIntoConvert) {
+  Tensor f = *Tensor::FromFloats(DType::kF32, {3}, {1.0f, 1.0f / 3.0f, 1e6f});
+  Tensor h = *Cast(f, DType::kF16);
+  EXPECT_THAT(h.ToBits(), ElementsAre(0x3c00u, 0x3555u, 0x7c00u));
+  Tensor back = *Tensor::Zeros(DType::kF32, {3});
+  ASSERT_OK(CopyInto(back, h));
+  EXPECT_EQ(back.GetFloat({1}), F16BitsToF32(0x3555));
+  EXPECT_THAT(CopyInto(back, *Tensor::Zeros(DType::kF32, {4})),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace kvcheck

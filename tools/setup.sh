@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tools/setup.sh — installs exactly the Debian 12 packages kvcheck builds and tests with.
+#
+# Idempotent: when every package is already installed it only runs one dpkg-query
+# and exits 0 (about a second). Otherwise it runs `apt-get update` once and installs
+# the missing packages. Must run as root (or through sudo) when anything is missing.
+#
+#   tools/setup.sh           packages for building, testing and fuzzing
+#   tools/setup.sh --peers   also python3-torch, for the PyTorch peer benchmark only
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap      # Bazel 4.2.3
+  g++                  # default toolchain
+  clang-14             # fuzz config (libFuzzer) and -Werror under clang
+  libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for clang
+  librapidcheck-dev    # property-based testing (static library + gtest integration)
+  libabsl-dev          # Status, StatusOr, flags, strings
+  libboost-dev         # Boost.Multiprecision (header-only) for the reference engine
+  libgtest-dev         # GoogleTest
+  libgmock-dev         # GoogleMock (StatusIs matcher)
+  libbenchmark-dev     # Google Benchmark
+  libhwy-dev           # Highway SIMD with dynamic dispatch
+  libopenblas-dev      # matrix products for the decoders
+  python3              # Bazel's test wrappers
+)
+if [[ "${1:-}" == "--peers" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  [[ "$status" == "ii "* ]] || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    sudo_cmd=(sudo)
+  else
+    echo "setup: must run as root (or have sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! "${sudo_cmd[@]}" apt-get update -qq; then
+  echo "setup: 'apt-get update' failed; check the network access to Debian's mirrors" >&2
+  exit 1
+fi
+if ! "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+  echo "setup: 'apt-get install ${missing[*]}' failed (see the messages above)" >&2
+  exit 1
+fi
+echo "setup: done" >&2
