@@ -1,0 +1,246 @@
+#include "reference/reference_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "reference/real.h"
+#include "src/base/check.h"
+
+namespace kvcheck::reference {
+namespace {
+
+// Beyond this magnitude an f32 kernel may overflow where the exact value does not.
+constexpr double kOverflowGuard = 0x1p126;
+
+struct KeyScore {
+  int64_t slot;
+  Real score;
+  ScoreParts parts;
+};
+
+// Allowed keys of query row (b, h, i) with their exact scores.
+std::vector<KeyScore> ScoreRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i,
+                               const Real& scale) {
+  std::vector<KeyScore> keys;
+  const int64_t qpos = p.QPosition(b, i);
+  if (qpos < 0) return keys;
+  const int64_t kv_head = h / (p.num_heads / p.num_kv_heads);
+  const bool has_mask = !p.mask.empty();
+  const int64_t mask_base =
+      has_mask ? (((p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h)) *
+                      p.q_len + i) * p.kv_len
+               : 0;
+  for (int64_t j = 0; j < p.kv_len; ++j) {
+    const int64_t kpos = p.KvPosition(b, j);
+    if (kpos < 0) continue;
+    if (p.causal && kpos > qpos) continue;
+    if (p.window > 0 && qpos - kpos >= p.window) continue;
+    const float mask_value = has_mask ? p.mask[mask_base + j] : 0.0f;
+    if (std::isinf(mask_value) && mask_value < 0) continue;
+    KeyScore key{j, Real(0), {}};
+    Real dot = 0;
+    double dot_abs = 0;
+    for (int64_t d = 0; d < p.head_dim; ++d) {
+      const float qd = p.q[p.QIndex(b, h, i, d)];
+      const float kd = p.k[p.KvIndex(b, kv_head, j, d)];
+      dot += Real(qd) * Real(kd);
+      dot_abs += std::fabs(static_cast<double>(qd) * static_cast<double>(kd));
+    }
+    Real s = scale * dot;
+    key.parts.dot_abs_scaled = ToDouble(abs(scale)) * dot_abs;
+    key.parts.raw_abs = std::fabs(ToDouble(s));
+    if (p.softcap > 0) {
+      const Real cap(p.softcap);
+      s = cap * tanh(s / cap);
+      key.parts.has_softcap = true;
+    }
+    key.parts.capped_abs = std::fabs(ToDouble(s));
+    if (!p.alibi_slopes.empty()) {
+      const Real bias = Real(p.alibi_slopes[h]) * Real(kpos - qpos);
+      s += bias;
+      key.parts.bias_abs = std::fabs(ToDouble(bias));
+      key.parts.has_alibi = true;
+    }
+    if (has_mask) {
+      s += Real(mask_value);
+      key.parts.has_mask = true;
+    }
+    key.parts.final_abs = std::fabs(ToDouble(s));
+    key.score = s;
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+void FillRow(ReferenceAttention& out, int64_t base, int64_t head_dim, Expectation expectation,
+             double value) {
+  for (int64_t d = 0; d < head_dim; ++d) {
+    out.expectation[base + d] = expectation;
+    out.value[base + d] = value;
+    out.bound[base + d] = 0;
+  }
+}
+
+void ComputeRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, const Real& scale,
+                const BoundModel& model, ReferenceAttention& out) {
+  const int64_t base = p.QIndex(b, h, i, 0);
+  const int64_t D = p.head_dim;
+  std::vector<KeyScore> keys = ScoreRow(p, b, h, i, scale);
+  if (keys.empty()) return FillRow(out, base, D, Expectation::kZero, 0.0);
+  bool row_nan = false, all_minus_inf = true, overflow = false;
+  Real max_score = -std::numeric_limits<Real>::infinity();
+  double max_abs = 0;
+  for (const KeyScore& key : keys) {
+    if (IsNaN(key.score) || (IsInf(key.score) && key.score > 0)) row_nan = true;
+    if (!(IsInf(key.score) && key.score < 0)) all_minus_inf = false;
+    if (key.score > max_score) max_score = key.score;
+    if (!(key.parts.dot_abs_scaled < kOverflowGuard) || !(key.parts.final_abs < kOverflowGuard)) {
+      overflow = true;
+    }
+    if (IsFinite(key.score)) max_abs = std::max(max_abs, key.parts.final_abs);
+  }
+  if (row_nan || all_minus_inf) return FillRow(out, base, D, Expectation::kNaN, NAN);
+
+  // Exact softmax: w_j = exp(t_j - M) (0 for t_j = -inf), p_j = w_j / sum w.
+  const size_t n = keys.size();
+  std::vector<Real> weight(n);
+  Real weight_sum = 0;
+  for (size_t j = 0; j < n; ++j) {
+    weight[j] = IsInf(keys[j].score) ? Real(0) : exp(keys[j].score - max_score);
+    weight_sum += weight[j];
+  }
+  RowSoftmax softmax;
+  softmax.probability.resize(n);
+  softmax.score_error.resize(n);
+  softmax.gap.resize(n);
+  std::vector<Real> probability(n);
+  for (size_t j = 0; j < n; ++j) {
+    probability[j] = weight[j] / weight_sum;
+    softmax.probability[j] = ToDouble(probability[j]);
+    softmax.score_error[j] = ScoreErrorBound(keys[j].parts, D, max_abs, model);
+    softmax.gap[j] = IsInf(keys[j].score) ? -std::numeric_limits<double>::infinity()
+                                          : ToDouble(keys[j].score - max_score);
+  }
+  const RowBoundTerms terms = ComputeRowBoundTerms(softmax, model);
+
+  const int64_t kv_head = h / (p.num_heads / p.num_kv_heads);
+  std::vector<double> column(n);
+  for (int64_t d = 0; d < D; ++d) {
+    bool nan = false, plus_inf = false, minus_inf = false;
+    Real output = 0;
+    double unnormalised_abs = 0;  // sum_j w_j |v_j|: the f32 accumulator's magnitude
+    for (size_t j = 0; j < n; ++j) {
+      const float vd = p.v[p.KvIndex(b, kv_head, keys[j].slot, d)];
+      column[j] = vd;
+      if (std::isnan(vd) || (std::isinf(vd) && weight[j] == 0)) {
+        nan = true;
+      } else if (std::isinf(vd)) {
+        (vd > 0 ? plus_inf : minus_inf) = true;
+      } else {
+        output += probability[j] * Real(vd);
+        unnormalised_abs += ToDouble(weight[j]) * std::fabs(static_cast<double>(vd));
+      }
+    }
+    const int64_t at = base + d;
+    if (nan || (plus_inf && minus_inf)) {
+      out.expectation[at] = Expectation::kNaN;
+      out.value[at] = NAN;
+    } else if (plus_inf || minus_inf) {
+      out.expectation[at] = Expectation::kNonFinite;
+      out.value[at] = plus_inf ? INFINITY : -INFINITY;
+    } else if (overflow || !(unnormalised_abs < kOverflowGuard)) {
+      out.expectation[at] = Expectation::kUnbounded;
+      out.value[at] = ToDouble(output);
+    } else {
+      out.expectation[at] = Expectation::kBounded;
+      out.value[at] = ToDouble(output);
+      out.bound[at] = OutputElementBound(softmax, terms, column, out.value[at], p.output_dtype);
+    }
+    out.bound[at] = out.expectation[at] == Expectation::kBounded ? out.bound[at] : 0.0;
+  }
+}
+
+}  // namespace
+
+const char* ExpectationName(Expectation expectation) {
+  switch (expectation) {
+    case Expectation::kBounded:
+      return "bounded";
+    case Expectation::kZero:
+      return "zero";
+    case Expectation::kNaN:
+      return "nan";
+    case Expectation::kNonFinite:
+      return "non-finite";
+    case Expectation::kUnbounded:
+      return "unbounded";
+  }
+  return "unknown";
+}
+
+absl::Status ValidateAttentionProblem(const AttentionProblem& p) {
+  auto invalid = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("reference attention: ", parts...));
+  };
+  if (p.batch < 0 || p.num_heads <= 0 || p.num_kv_heads <= 0 || p.q_len < 0 || p.kv_len < 0 ||
+      p.head_dim <= 0) {
+    return invalid("bad sizes B=", p.batch, " H=", p.num_heads, " KH=", p.num_kv_heads,
+                   " Sq=", p.q_len, " Skv=", p.kv_len, " D=", p.head_dim);
+  }
+  if (p.num_heads % p.num_kv_heads != 0) {
+    return invalid("num_heads ", p.num_heads, " is not a multiple of num_kv_heads ",
+                   p.num_kv_heads);
+  }
+  const auto q_size = static_cast<size_t>(p.batch * p.num_heads * p.q_len * p.head_dim);
+  const auto kv_size = static_cast<size_t>(p.batch * p.num_kv_heads * p.kv_len * p.head_dim);
+  if (p.q.size() != q_size || p.k.size() != kv_size || p.v.size() != kv_size) {
+    return invalid("q/k/v sizes ", p.q.size(), "/", p.k.size(), "/", p.v.size(),
+                   " do not match the shapes (", q_size, "/", kv_size, "/", kv_size, ")");
+  }
+  if (!p.alibi_slopes.empty() && static_cast<int64_t>(p.alibi_slopes.size()) != p.num_heads) {
+    return invalid(p.alibi_slopes.size(), " ALiBi slopes for ", p.num_heads, " heads");
+  }
+  if (!(p.softcap >= 0) || p.window < 0) {
+    return invalid("softcap ", p.softcap, " or window ", p.window, " is negative");
+  }
+  if (!p.mask.empty()) {
+    const bool batch_ok = p.mask_batch == 1 || p.mask_batch == p.batch;
+    const bool heads_ok = p.mask_heads == 1 || p.mask_heads == p.num_heads;
+    if (!batch_ok || !heads_ok ||
+        p.mask.size() != static_cast<size_t>(p.mask_batch * p.mask_heads * p.q_len * p.kv_len)) {
+      return invalid("mask of ", p.mask.size(), " values with batch ", p.mask_batch, " heads ",
+                     p.mask_heads, " does not broadcast to (", p.batch, ", ", p.num_heads, ", ",
+                     p.q_len, ", ", p.kv_len, ")");
+    }
+  }
+  if ((!p.q_positions.empty() && p.q_positions.size() != static_cast<size_t>(p.batch * p.q_len)) ||
+      (!p.kv_positions.empty() &&
+       p.kv_positions.size() != static_cast<size_t>(p.batch * p.kv_len))) {
+    return invalid("positions must be (B, Sq) and (B, Skv)");
+  }
+  return absl::OkStatus();
+}
+
+ReferenceAttention ComputeReferenceAttention(const AttentionProblem& problem,
+                                             const BoundModel& model) {
+  const absl::Status valid = ValidateAttentionProblem(problem);
+  KV_CHECK_MSG(valid.ok(), std::string(valid.message()).c_str());
+  ReferenceAttention out;
+  const size_t size = problem.q.size();
+  out.value.assign(size, 0.0);
+  out.bound.assign(size, 0.0);
+  out.expectation.assign(size, Expectation::kZero);
+  const Real scale = problem.scale.has_value()
+                         ? Real(*problem.scale)
+                         : Real(1) / sqrt(Real(problem.head_dim));
+  for (int64_t b = 0; b < problem.batch; ++b) {
+    for (int64_t h = 0; h < problem.num_heads; ++h) {
+      for (int64_t i = 0; i < problem.q_len; ++i) ComputeRow(problem, b, h, i, scale, model, out);
+    }
+  }
+  return out;
+}
+
+}  // namespace kvcheck::reference
