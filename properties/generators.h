@@ -1,0 +1,52 @@
+// File: generators.h
+// RapidCheck generators shared by the properties: dtypes, element values (with the special
+// values a law allows), shapes, and tensors with hostile memory layouts.
+#ifndef KVCHECK_PROPERTIES_GENERATORS_H_
+#define KVCHECK_PROPERTIES_GENERATORS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "properties/tensor_spec.h"
+#include "rapidcheck.h"
+#include "src/tensor/dtype.h"
+
+namespace kvcheck::properties {
+
+rc::Gen<DType> GenDType();
+
+// Uniform integer in [lo, hi), independent of RapidCheck's size ramp: for categorical
+// choices, which should not all collapse to the first option in the early small cases.
+template <typename T>
+rc::Gen<T> Uniform(T lo, T hi) {
+  return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+}
+
+// Which values an element may take.
+enum class Values {
+  kSmallIntegers,  // exact in every dtype; sums are exact too (for bit-exact laws)
+  kFinite,         // normal values of varied magnitude, plus zeros and subnormals
+  kAny,            // kFinite plus NaN, +-inf
+};
+
+// One element value, already rounded to `dtype`.
+rc::Gen<float> GenElement(DType dtype, Values values);
+
+// A shape of rank in [min_rank, max_rank] with every dimension in [min_dim, max_dim]
+// (a zero dimension, when allowed, about one time in ten).
+rc::Gen<std::vector<int64_t>> GenShape(int min_rank, int max_rank, int64_t min_dim,
+                                       int64_t max_dim);
+
+// How a tensor is laid out in memory.
+enum class LayoutKind {
+  kContiguous,   // plain row-major
+  kAny,          // random permutation of the buffer dims, random padding and offsets
+};
+
+// A tensor of `shape` with generated values and a generated layout.
+rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
+                                  LayoutKind layout);
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_GENERATORS_H_

@@ -1,0 +1,103 @@
+#include "properties/property_runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <unordered_map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rapidcheck.h"
+#include "rapidcheck/detail/Configuration.h"
+#include "rapidcheck/detail/TestListenerAdapter.h"
+
+namespace kvcheck::properties {
+namespace {
+
+// A per-property seed, so that properties run with the same base seed do not share streams.
+uint64_t PropertySeed(uint64_t base, const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return base ^ h;
+}
+
+}  // namespace
+
+RunOptions RunOptionsFromEnvironment() {
+  RunOptions options;
+  if (const char* seed = std::getenv("KVCHECK_SEED")) {
+    uint64_t value;
+    if (absl::SimpleAtoi(seed, &value)) options.seed = value;
+  }
+  if (const char* scale = std::getenv("KVCHECK_CASE_SCALE")) {
+    double value;
+    if (absl::SimpleAtod(scale, &value) && value > 0) options.case_scale = value;
+  }
+  if (const char* reproduce = std::getenv("KVCHECK_REPRODUCE")) options.reproduce = reproduce;
+  return options;
+}
+
+int CasesFor(const PropertySpec& spec, const RunOptions& options) {
+  int cases = static_cast<int>(std::lround(spec.default_cases * options.case_scale));
+  if (options.max_cases > 0 && cases > options.max_cases) cases = options.max_cases;
+  return cases < 1 ? 1 : cases;
+}
+
+PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options) {
+  using namespace rc::detail;
+  PropertyOutcome outcome;
+  outcome.name = spec.name;
+  TestMetadata metadata;
+  metadata.id = spec.name;
+  metadata.description = spec.name;
+  TestParams params;
+  params.seed = PropertySeed(options.seed, spec.name);
+  params.maxSuccess = CasesFor(spec, options);
+  params.maxSize = options.max_size;
+  std::unordered_map<std::string, Reproduce> reproduce_map;
+  if (!options.reproduce.empty()) {
+    reproduce_map = configFromString(options.reproduce).reproduce;
+  }
+  TestListenerAdapter quiet_listener;
+  const auto start = std::chrono::steady_clock::now();
+  const TestResult result =
+      checkProperty(toProperty(spec.body), metadata, params, quiet_listener, reproduce_map);
+  outcome.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ostringstream message;
+  printResultMessage(result, message);
+  outcome.message = message.str();
+  if (result.is<SuccessResult>()) {
+    const SuccessResult& success = result.get<SuccessResult>();
+    outcome.passed = true;
+    outcome.cases = success.numSuccess;
+    outcome.distribution = success.distribution;
+  } else if (result.is<FailureResult>()) {
+    const FailureResult& failure = result.get<FailureResult>();
+    outcome.cases = failure.numSuccess;
+    Configuration config;
+    config.reproduce[spec.name] = failure.reproduce;
+    outcome.replay = absl::StrCat("replay: KVCHECK_SEED=", options.seed,
+                                  " (property seed ", params.seed, "), or jump to the shrunk case"
+                                  " with KVCHECK_REPRODUCE='", configToMinimalString(config), "'");
+  } else if (result.is<GaveUpResult>()) {
+    outcome.cases = result.get<GaveUpResult>().numSuccess;
+  }
+  return outcome;
+}
+
+std::string FormatDistribution(const PropertyOutcome& outcome) {
+  const int total = outcome.cases;
+  std::string text;
+  for (const auto& [tags, count] : outcome.distribution) {
+    absl::StrAppendFormat(&text, "  %-50s %6d (%.1f%%)\n",
+                          tags.empty() ? "(none)" : absl::StrJoin(tags, ", "), count,
+                          100.0 * count / (total > 0 ? total : 1));
+  }
+  return text;
+}
+
+}  // namespace kvcheck::properties

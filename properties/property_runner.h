@@ -1,0 +1,61 @@
+// File: property_runner.h
+// Runs a RapidCheck property with an explicit seed and case count, and reports the outcome
+// with everything needed to replay a failure.
+//
+// The same property bodies run under gtest (properties/*_test.cc), in the kvcheck command
+// and in the defect-kill tests, so they are plain callables (using *gen and RC_ASSERT inside)
+// collected in PropertySpec lists, not RC_GTEST_PROP functions.
+//
+// Replay: a failure message names the property, the seed and a RapidCheck reproduce string;
+// KVCHECK_SEED=<seed> reruns the same cases, KVCHECK_REPRODUCE=<string> jumps straight to
+// the shrunk counterexample (kvcheck takes --seed and --reproduce).
+#ifndef KVCHECK_PROPERTIES_PROPERTY_RUNNER_H_
+#define KVCHECK_PROPERTIES_PROPERTY_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kvcheck::properties {
+
+// A named property body with its default number of cases.
+struct PropertySpec {
+  std::string name;  // "tensor/narrow_cat_round_trip"
+  int default_cases = 100;
+  std::function<void()> body;
+};
+
+struct RunOptions {
+  uint64_t seed = 20261129;   // fixed default: CI runs are deterministic
+  double case_scale = 1.0;    // multiplies each property's default case count
+  int max_size = 100;         // RapidCheck's size ramp
+  std::string reproduce;      // RapidCheck "reproduce=..." string, or empty
+  int max_cases = 0;          // if > 0, caps the case count (quick runs)
+};
+
+// RunOptions from the environment: KVCHECK_SEED, KVCHECK_CASE_SCALE, KVCHECK_REPRODUCE.
+RunOptions RunOptionsFromEnvironment();
+
+struct PropertyOutcome {
+  std::string name;
+  bool passed = false;
+  int cases = 0;               // successful cases run
+  double seconds = 0;
+  std::string message;         // RapidCheck's report; on failure the shrunk counterexample
+  std::string replay;          // on failure: how to replay it
+  std::map<std::vector<std::string>, int> distribution;  // RC_CLASSIFY / RC_TAG counts
+};
+
+// The number of cases `spec` runs under `options`.
+int CasesFor(const PropertySpec& spec, const RunOptions& options);
+
+PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options);
+
+// "label a, label b: 37 (37%)" lines, one per tag set.
+std::string FormatDistribution(const PropertyOutcome& outcome);
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_PROPERTY_RUNNER_H_

@@ -1,0 +1,47 @@
+// File: tensor_spec.h
+// TensorSpec: a generated tensor written out as plain data (dtype, shape, values and how it
+// is laid out in memory), so that RapidCheck can shrink it and print it, and a property can
+// build the same Tensor again from the printed counterexample.
+//
+// The layout is a strided view into a larger buffer: the buffer's dimensions are a
+// permutation of the logical ones, each padded; the view narrows every buffer dimension at
+// an offset and permutes back. Padding elements hold a sentinel so that a read outside the
+// view shows up. Identity permutation and no padding gives a plain contiguous tensor;
+// (B, S, KH, D) buffers viewed as (B, KH, S, D) are the transposed inputs of the seed.
+#ifndef KVCHECK_PROPERTIES_TENSOR_SPEC_H_
+#define KVCHECK_PROPERTIES_TENSOR_SPEC_H_
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/tensor/dtype.h"
+#include "src/tensor/tensor.h"
+
+namespace kvcheck::properties {
+
+struct TensorSpec {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  std::vector<float> values;       // row-major logical order, exactly representable in dtype
+  std::vector<int> buffer_order;   // buffer dim i holds logical dim buffer_order[i]
+  std::vector<int64_t> padding;    // extra elements per logical dim in the buffer
+  std::vector<int64_t> offset;     // start of the view per logical dim, <= padding
+
+  // The plain contiguous layout of `shape`.
+  static TensorSpec Contiguous(DType dtype, std::vector<int64_t> shape, std::vector<float> values);
+};
+
+// Value written into the padding of a buffer (recognisable, finite, exact in every dtype).
+inline constexpr float kPaddingSentinel = -12345.0f;
+
+// Builds the tensor: a new buffer, the view, the values copied in.
+absl::StatusOr<Tensor> Materialize(const TensorSpec& spec);
+
+// Short description for counterexamples: dtype, shape, layout, and the values when few.
+void showValue(const TensorSpec& spec, std::ostream& os);
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_TENSOR_SPEC_H_
