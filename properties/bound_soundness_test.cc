@@ -1,4 +1,5 @@
-// Soundness of the attention error bound over 10,000 adversarial problems (prints the
+// Soundness of the attention error bound over 10,000 adversarial problems (fewer under the
+// sanitizer configs) (prints the
 // observed/bound ratios: the tightness evidence).
 #include "properties/bound_soundness.h"
 
@@ -12,12 +13,14 @@ namespace {
 
 TEST(BoundSoundness, StraightforwardF32AttentionNeverExceedsTheBound) {
   SoundnessStats stats;
-  const PropertyOutcome outcome =
-      RunProperty(BoundSoundnessProperty(&stats, 10000), RunOptionsFromEnvironment());
+  const RunOptions options = RunOptionsFromEnvironment();
+  const PropertySpec spec = BoundSoundnessProperty(&stats, 10000);
+  const PropertyOutcome outcome = RunProperty(spec, options);
   std::cout << outcome.name << ": " << outcome.cases << " cases in " << outcome.seconds << " s\n"
             << stats.Report();
   EXPECT_TRUE(outcome.passed) << outcome.message << "\n" << outcome.replay;
-  EXPECT_GE(outcome.cases, 10000);
+  // 10,000 by default; sanitizer configs scale the count down (KVCHECK_CASE_SCALE).
+  EXPECT_EQ(outcome.cases, CasesFor(spec, options));
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
 #include "src/base/check.h"
 
 namespace kvcheck::properties {
@@ -19,6 +22,14 @@ DenseTensor Snapshot(const Tensor& tensor) {
     dense.bits.push_back(tensor.GetBits(index));
   });
   return dense;
+}
+
+void showValue(const DenseTensor& t, std::ostream& os) {
+  os << "[" << absl::StrJoin(t.shape, ",") << "] bits {";
+  for (size_t i = 0; i < t.bits.size() && i < 32; ++i) {
+    os << (i > 0 ? " " : "") << absl::StrFormat("%x", t.bits[i]);
+  }
+  os << (t.bits.size() > 32 ? " ...}" : "}");
 }
 
 DenseTensor ModelNarrow(const DenseTensor& t, int dim, int64_t start, int64_t length) {

@@ -6,6 +6,7 @@
 #define KVCHECK_PROPERTIES_DENSE_MODEL_H_
 
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "src/tensor/tensor.h"
@@ -41,6 +42,9 @@ void ForEachIndex(const std::vector<int64_t>& shape, Fn&& fn) {
     if (d < 0) return;
   }
 }
+
+// Shape and element bits (hex), for counterexamples.
+void showValue(const DenseTensor& t, std::ostream& os);
 
 DenseTensor ModelNarrow(const DenseTensor& t, int dim, int64_t start, int64_t length);
 DenseTensor ModelTranspose(const DenseTensor& t, int dim0, int dim1);

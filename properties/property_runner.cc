@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "rapidcheck.h"
 #include "rapidcheck/detail/Configuration.h"
-#include "rapidcheck/detail/TestListenerAdapter.h"
+#include "rapidcheck/detail/TestListener.h"
 
 namespace kvcheck::properties {
 namespace {
@@ -23,6 +23,24 @@ uint64_t PropertySeed(uint64_t base, const std::string& name) {
   for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return base ^ h;
 }
+
+// Forwards RapidCheck's per-case events to RunOptions::progress.
+class ProgressListener : public rc::detail::TestListener {
+ public:
+  explicit ProgressListener(const std::function<void(int, int)>& progress) : progress_(progress) {}
+  void onTestCaseFinished(const rc::detail::CaseDescription&) override {
+    if (progress_) progress_(++cases_, shrinks_);
+  }
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {
+    if (progress_) progress_(cases_, ++shrinks_);
+  }
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+
+ private:
+  const std::function<void(int, int)>& progress_;
+  int cases_ = 0;
+  int shrinks_ = 0;
+};
 
 }  // namespace
 
@@ -41,6 +59,7 @@ RunOptions RunOptionsFromEnvironment() {
 }
 
 int CasesFor(const PropertySpec& spec, const RunOptions& options) {
+  if (options.fixed_cases > 0) return options.fixed_cases;
   int cases = static_cast<int>(std::lround(spec.default_cases * options.case_scale));
   if (options.max_cases > 0 && cases > options.max_cases) cases = options.max_cases;
   return cases < 1 ? 1 : cases;
@@ -61,10 +80,10 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   if (!options.reproduce.empty()) {
     reproduce_map = configFromString(options.reproduce).reproduce;
   }
-  TestListenerAdapter quiet_listener;
+  ProgressListener listener(options.progress);
   const auto start = std::chrono::steady_clock::now();
   const TestResult result =
-      checkProperty(toProperty(spec.body), metadata, params, quiet_listener, reproduce_map);
+      checkProperty(toProperty(spec.body), metadata, params, listener, reproduce_map);
   outcome.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream message;
@@ -79,10 +98,14 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
     const FailureResult& failure = result.get<FailureResult>();
     outcome.cases = failure.numSuccess;
     Configuration config;
+    config.testParams.seed = params.seed;
     config.reproduce[spec.name] = failure.reproduce;
-    outcome.replay = absl::StrCat("replay: KVCHECK_SEED=", options.seed,
-                                  " (property seed ", params.seed, "), or jump to the shrunk case"
-                                  " with KVCHECK_REPRODUCE='", configToMinimalString(config), "'");
+    const std::string reproduce = configToMinimalString(config);
+    outcome.replay = absl::StrCat(
+        "replay: kvcheck --seed=", options.seed, " --only=", spec.name,
+        " (tests: KVCHECK_SEED=", options.seed, "); jump straight to the shrunk case with "
+        "kvcheck --only=", spec.name, " --reproduce='", reproduce, "' (tests: KVCHECK_REPRODUCE='",
+        reproduce, "')");
   } else if (result.is<GaveUpResult>()) {
     outcome.cases = result.get<GaveUpResult>().numSuccess;
   }

@@ -33,6 +33,9 @@ struct RunOptions {
   int max_size = 100;         // RapidCheck's size ramp
   std::string reproduce;      // RapidCheck "reproduce=..." string, or empty
   int max_cases = 0;          // if > 0, caps the case count (quick runs)
+  int fixed_cases = 0;        // if > 0, every property runs exactly this many cases
+  // Called after every case (cases done so far) and every shrink attempt (shrinks so far).
+  std::function<void(int cases, int shrinks)> progress;
 };
 
 // RunOptions from the environment: KVCHECK_SEED, KVCHECK_CASE_SCALE, KVCHECK_REPRODUCE.

@@ -22,7 +22,6 @@ packages=(
   libbenchmark-dev     # Google Benchmark
   libhwy-dev           # Highway SIMD with dynamic dispatch
   libopenblas-dev      # matrix products for the decoders
-  python3              # Bazel's test wrappers
 )
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(python3-torch python3-numpy)

@@ -1,0 +1,28 @@
+// File: suite.h
+// The checks the kvcheck command runs, in order, with their default case counts. Every later
+// part of the suite (cache state machines, kernel laws, generation equivalence) adds its
+// properties here, so the command and this list never drift apart.
+#ifndef KVCHECK_PROPERTIES_SUITE_H_
+#define KVCHECK_PROPERTIES_SUITE_H_
+
+#include <memory>
+#include <vector>
+
+#include "properties/bound_soundness.h"
+#include "properties/property_runner.h"
+
+namespace kvcheck::properties {
+
+struct Suite {
+  std::vector<PropertySpec> properties;
+  // Tightness statistics the soundness property fills in while it runs.
+  std::unique_ptr<SoundnessStats> soundness = std::make_unique<SoundnessStats>();
+};
+
+// The default kvcheck run: reference soundness (a few hundred problems), then the tensor-op
+// properties.
+Suite DefaultSuite();
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_SUITE_H_
