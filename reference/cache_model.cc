@@ -54,10 +54,14 @@ int64_t CacheModel::visible_count(int64_t b) const {
 }
 
 std::vector<ModelToken> CacheModel::Visible(int64_t b) const {
+  const absl::Span<const ModelToken> visible = VisibleSpan(b);
+  return std::vector<ModelToken>(visible.begin(), visible.end());
+}
+
+absl::Span<const ModelToken> CacheModel::VisibleSpan(int64_t b) const {
   if (!shape_.has_value()) return {};
-  const int64_t n = appended(b);
-  const int64_t first = n - visible_count(b);
-  return std::vector<ModelToken>(rows_[b].begin() + first, rows_[b].end());
+  const int64_t first = appended(b) - visible_count(b);
+  return absl::Span<const ModelToken>(rows_[b]).subspan(first);
 }
 
 }  // namespace kvcheck::reference

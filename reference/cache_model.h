@@ -58,6 +58,8 @@ class CacheModel {
   int64_t appended(int64_t b) const;
   // Visible tokens of batch row b, in position order.
   std::vector<ModelToken> Visible(int64_t b) const;
+  // The same without copying (valid until the next Append or Reset).
+  absl::Span<const ModelToken> VisibleSpan(int64_t b) const;
   // Number of visible tokens of row b: min(appended, W) (or appended).
   int64_t visible_count(int64_t b) const;
 

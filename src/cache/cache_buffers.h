@@ -1,0 +1,62 @@
+// File: cache_buffers.h
+// Building blocks the cache strategies share: buffer allocation with NaN poisoning of
+// unused capacity, ring-slot arithmetic, and the copy-on-write token behind cheap Forks.
+#ifndef KVCHECK_SRC_CACHE_CACHE_BUFFERS_H_
+#define KVCHECK_SRC_CACHE_CACHE_BUFFERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "src/cache/kv_cache.h"
+#include "src/tensor/tensor.h"
+
+#ifndef KVCHECK_POISON_UNUSED
+#define KVCHECK_POISON_UNUSED 0
+#endif
+
+namespace kvcheck::cache_internal {
+
+// A new buffer of `shape`, counted in counters.bytes_allocated. In test builds
+// (KVCHECK_POISON_UNUSED=1) every element is NaN, so a read of a slot that was never written
+// shows up as NaN in attention; otherwise zeros.
+absl::StatusOr<Tensor> AllocateBuffer(DType dtype, absl::Span<const int64_t> shape,
+                                      CacheCounters& counters);
+
+// Sets every element of `view` to NaN (through shared storage).
+void FillNaN(const Tensor& view);
+
+// The position held by ring slot `slot` once `length` >= window tokens were appended: the
+// unique p in [length - window, length) with p % window == slot.
+inline int64_t RingSlotPosition(int64_t slot, int64_t length, int64_t window) {
+  const int64_t first = length - window;
+  return first + ((slot - first % window) % window + window) % window;
+}
+
+// Writes the last min(S, W) tokens of `chunk` (.., S, D) into the ring `buffer` (.., W, D)
+// along dimension 2, token at position p into slot p % W, given `length_before` tokens were
+// appended before the chunk. Wraps in at most two copies.
+// REQUIRES: shapes agree outside dimension 2 (checked by the caller's validation).
+absl::Status WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
+                            int64_t window);
+
+// Positions 0..length-1 for every one of `batch` rows, (batch, length) row-major.
+std::vector<int64_t> SequentialPositions(int64_t batch, int64_t length);
+
+// Copy-on-write marker: copies of a token share it; shared() tells whether another cache
+// still holds the same buffers, in which case a write must copy them first.
+class ShareToken {
+ public:
+  ShareToken() : token_(std::make_shared<char>()) {}
+  bool shared() const { return token_.use_count() > 1; }
+  void Detach() { token_ = std::make_shared<char>(); }
+
+ private:
+  std::shared_ptr<char> token_;
+};
+
+}  // namespace kvcheck::cache_internal
+
+#endif  // KVCHECK_SRC_CACHE_CACHE_BUFFERS_H_

@@ -1,0 +1,20 @@
+// File: cache_config.h
+// CacheConfig: the knobs a cache strategy is built with (see registry.h).
+#ifndef KVCHECK_SRC_CACHE_CACHE_CONFIG_H_
+#define KVCHECK_SRC_CACHE_CACHE_CONFIG_H_
+
+#include <cstdint>
+
+namespace kvcheck {
+
+struct CacheConfig {
+  // Slots allocated by the first append before any growth (preallocating strategies).
+  int64_t initial_capacity = 0;
+  // Window / context size W for sliding-window strategies (ring, scattered); must be >= 1
+  // there, ignored elsewhere.
+  int64_t window = 0;
+};
+
+}  // namespace kvcheck
+
+#endif  // KVCHECK_SRC_CACHE_CACHE_CONFIG_H_

@@ -1,0 +1,93 @@
+#include "src/cache/interleaved_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/check.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/copy_ops.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck {
+
+using cache_internal::AllocateBuffer;
+
+Tensor InterleavedHalf(const Tensor& buffer, bool is_value) {
+  const int64_t batch = buffer.dim(0), capacity = buffer.dim(1), heads = buffer.dim(2),
+                head_dim = buffer.dim(3) / 2;
+  const int64_t shape[] = {batch, heads, capacity, head_dim};
+  const int64_t strides[] = {capacity * heads * 2 * head_dim, 2 * head_dim, heads * 2 * head_dim,
+                             1};
+  absl::StatusOr<Layout> layout =
+      Layout::Strided(shape, strides, buffer.layout().offset() + (is_value ? head_dim : 0));
+  KV_CHECK(layout.ok());
+  absl::StatusOr<Tensor> half = Tensor::View(buffer.storage(), *std::move(layout));
+  KV_CHECK(half.ok());
+  return *std::move(half);
+}
+
+absl::StatusOr<std::unique_ptr<KvCache>> InterleavedCache::Create(const CacheConfig& config) {
+  if (config.initial_capacity < 0 || config.initial_capacity > kMaxSequenceLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "interleaved: initial capacity ", config.initial_capacity, " is outside [0, ",
+        kMaxSequenceLength, "]"));
+  }
+  return std::unique_ptr<KvCache>(new InterleavedCache(config.initial_capacity));
+}
+
+std::unique_ptr<KvCache> InterleavedCache::Fork() const {
+  return std::unique_ptr<KvCache>(new InterleavedCache(*this));
+}
+
+absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
+                                        absl::Span<const bool> /*active: all rows*/) {
+  const KvShape& shape = *this->shape();
+  const int64_t length = seq_len();
+  const int64_t needed = length + k.dim(2);
+  Tensor target = buffer_;
+  int64_t capacity = capacity_;
+  CacheCounters counters = counters_;
+  const bool grow = capacity_ == 0 || needed > capacity_;
+  if (grow || share_.shared()) {
+    if (capacity_ == 0) {
+      capacity = std::max(initial_capacity_, needed);
+    } else if (grow) {
+      capacity = std::max(needed, 2 * capacity_);
+    }
+    const int64_t dims[] = {shape.batch, capacity, shape.num_kv_heads, 2 * shape.head_dim};
+    KV_ASSIGN_OR_RETURN(target, AllocateBuffer(shape.dtype, dims, counters));
+    if (length > 0) {
+      KV_ASSIGN_OR_RETURN(Tensor old_rows, Narrow(buffer_, 1, 0, length));
+      KV_RETURN_IF_ERROR(SliceSet(target, old_rows, 1, 0));
+      const int64_t copied = old_rows.num_elements() * DTypeSize(shape.dtype);
+      (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;
+    }
+  }
+  KV_RETURN_IF_ERROR(SliceSet(InterleavedHalf(target, /*is_value=*/false), k, 2, length));
+  const absl::Status v_written = SliceSet(InterleavedHalf(target, /*is_value=*/true), v, 2, length);
+  KV_CHECK_MSG(v_written.ok(), "interleaved: V write failed after K was written");
+  if (!target.SharesStorageWith(buffer_)) share_.Detach();
+  buffer_ = std::move(target);
+  capacity_ = capacity;
+  counters_ = counters;
+  return absl::OkStatus();
+}
+
+CacheView InterleavedCache::DoView() const {
+  const int64_t length = seq_len();
+  CacheView view;
+  view.k = *Narrow(InterleavedHalf(buffer_, /*is_value=*/false), 2, 0, length);
+  view.v = *Narrow(InterleavedHalf(buffer_, /*is_value=*/true), 2, 0, length);
+  view.positions = cache_internal::SequentialPositions(shape()->batch, length);
+  return view;
+}
+
+Tensor InterleavedCache::InterleavedView() const { return *Narrow(buffer_, 1, 0, seq_len()); }
+
+void InterleavedCache::DoReset() {
+  buffer_ = Tensor();
+  capacity_ = 0;
+  share_.Detach();
+}
+
+}  // namespace kvcheck

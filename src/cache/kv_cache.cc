@@ -1,0 +1,112 @@
+#include "src/cache/kv_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
+
+namespace kvcheck {
+namespace {
+
+template <typename... Parts>
+std::string Message(const char* strategy, const Parts&... parts) {
+  return absl::StrCat(strategy, " append: ", parts...);
+}
+
+}  // namespace
+
+absl::StatusOr<CacheView> KvCache::Append(const Tensor& k, const Tensor& v) {
+  return AppendActive(k, v, {});
+}
+
+absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v,
+                                                absl::Span<const bool> active) {
+  if (k.rank() != 4 || v.rank() != 4) {
+    return absl::InvalidArgumentError(Message(name(), "k and v must have rank 4 (B, KH, S, D); ",
+                                              "got k ", DimsToString(k.shape()), ", v ",
+                                              DimsToString(v.shape())));
+  }
+  if (k.shape() != v.shape() || k.dtype() != v.dtype()) {
+    return absl::InvalidArgumentError(Message(name(), "k is ", DTypeName(k.dtype()), " ",
+                                              DimsToString(k.shape()), " but v is ",
+                                              DTypeName(v.dtype()), " ", DimsToString(v.shape())));
+  }
+  const KvShape input{k.dim(0), k.dim(1), k.dim(3), k.dtype()};
+  const int64_t seq = k.dim(2);
+  if (input.batch == 0 || input.num_kv_heads == 0 || input.head_dim == 0) {
+    return absl::InvalidArgumentError(Message(name(), "zero-size dimension in ",
+                                              DimsToString(k.shape()),
+                                              " (B, KH and D must be >= 1)"));
+  }
+  if (!active.empty() && static_cast<int64_t>(active.size()) != input.batch) {
+    return absl::InvalidArgumentError(Message(name(), active.size(), " active flags for ",
+                                              input.batch, " batch rows"));
+  }
+  bool any_inactive = false;
+  for (bool a : active) any_inactive = any_inactive || !a;
+  if (any_inactive && !supports_inactive_rows()) {
+    return absl::UnimplementedError(Message(name(), "all batch rows share one length; ",
+                                            "inactive rows need a per-row strategy (scattered)"));
+  }
+  if (shape_.has_value() && !(*shape_ == input)) {
+    return absl::FailedPreconditionError(Message(
+        name(), "got ", DTypeName(input.dtype), " (B, KH, D) = (", input.batch, ", ",
+        input.num_kv_heads, ", ", input.head_dim, ") but the cache holds ",
+        DTypeName(shape_->dtype), " (", shape_->batch, ", ", shape_->num_kv_heads, ", ",
+        shape_->head_dim, ")"));
+  }
+  for (int64_t b = 0; b < input.batch; ++b) {
+    const int64_t length = shape_.has_value() ? row_lengths_[b] : 0;
+    if (seq > kMaxSequenceLength - length) {
+      return absl::OutOfRangeError(Message(name(), "appending S = ", seq, " to batch row ", b,
+                                           " of length ", length, " passes the limit of ",
+                                           kMaxSequenceLength, " tokens"));
+    }
+  }
+  if (seq == 0) {
+    if (shape_.has_value()) return DoView();
+    CacheView empty;
+    KV_ASSIGN_OR_RETURN(empty.k, Tensor::Zeros(input.dtype, {input.batch, input.num_kv_heads,
+                                                             0, input.head_dim}));
+    empty.v = empty.k.DeepCopy();
+    return empty;
+  }
+  const bool first = !shape_.has_value();
+  if (first) {
+    shape_ = input;
+    row_lengths_.assign(input.batch, 0);
+  }
+  if (absl::Status status = DoAppend(k, v, active); !status.ok()) {
+    if (first) {
+      shape_.reset();
+      row_lengths_.clear();
+    }
+    return status;
+  }
+  int64_t active_rows = 0;
+  for (int64_t b = 0; b < input.batch; ++b) {
+    if (active.empty() || active[b]) {
+      row_lengths_[b] += seq;
+      ++active_rows;
+    }
+  }
+  counters_.bytes_appended +=
+      2 * active_rows * input.num_kv_heads * seq * input.head_dim * DTypeSize(input.dtype);
+  return DoView();
+}
+
+CacheView KvCache::View() const {
+  if (!shape_.has_value()) return CacheView{};
+  return DoView();
+}
+
+void KvCache::Reset() {
+  DoReset();
+  shape_.reset();
+  row_lengths_.clear();
+}
+
+int64_t KvCache::row_seq_len(int64_t b) const {
+  if (!shape_.has_value()) return 0;
+  return row_lengths_[b];
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,133 @@
+// File: kv_cache.h
+// KvCache: the interface every cache strategy implements, and the contract of DESIGN.md
+// section 2 that the properties check it against.
+//
+// A cache holds, per batch row b and KV head h, rows of keys and values of width D.
+//   - Positions: each appended token gets position p = tokens appended to its batch row since
+//     the last reset (0-based).
+//   - Visible set: a full cache shows positions [0, n); a window-W cache [max(0, n - W), n),
+//     exactly W keys once full, never W + 1.
+//   - Append(k, v) takes (B, KH, S, D) tensors with any strides (transposed and narrowed views
+//     included) and returns the visible K and V with the position of every slot (slot order
+//     may differ from position order, e.g. after a ring wraps). B, KH, D and the dtype are
+//     fixed by the first append after construction or Reset. S = 0 is a no-op.
+//   - Fork() returns an independent cache: appends to either never change what the other
+//     returns, including views returned before the fork.
+//   - Reset() forgets everything; the next append starts at position 0.
+//   - Errors leave the cache exactly as it was (K and V together), with these codes:
+//       kInvalidArgument    rank != 4, k and v shapes or dtypes differ, B, KH or D is 0,
+//                           `active` has the wrong length;
+//       kFailedPrecondition B, KH, D or dtype differ from those fixed by the first append;
+//       kUnimplemented      an inactive row for a strategy with one length for all rows;
+//       kOutOfRange         a row would pass kMaxSequenceLength tokens since reset;
+//       kResourceExhausted  a buffer would exceed the storage limit (storage.h).
+//   - Growth of preallocated buffers copies amortised O(1) bytes per appended byte; the
+//     counters let properties check it.
+//
+// Returned tensors may be views of the cache's buffers: they stay valid (they share storage),
+// and later appends never change the slots they show, except that a window cache reuses its
+// slots (a view returned before the ring wrapped past a slot shows that slot's new token).
+//
+// Implementations are not thread-safe; one cache per sequence (or per layer) per thread.
+#ifndef KVCHECK_SRC_CACHE_KV_CACHE_H_
+#define KVCHECK_SRC_CACHE_KV_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "src/tensor/tensor.h"
+
+namespace kvcheck {
+
+// The most tokens a batch row may receive between resets (about 10^12): positions and
+// capacities stay far from int64_t overflow.
+inline constexpr int64_t kMaxSequenceLength = int64_t{1} << 40;
+
+// What an append returns.
+struct CacheView {
+  Tensor k;  // (B, KH, L, D)
+  Tensor v;  // (B, KH, L, D)
+  // (B, L) row-major: absolute position of slot j of batch row b; -1 marks an empty slot
+  // (its K/V are meaningless and attention must skip it).
+  std::vector<int64_t> positions;
+  int64_t length() const { return k.rank() == 4 ? k.dim(2) : 0; }
+};
+
+// The shape fixed by the first append.
+struct KvShape {
+  int64_t batch = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  DType dtype = DType::kF32;
+  bool operator==(const KvShape&) const = default;
+};
+
+struct CacheCounters {
+  int64_t bytes_allocated = 0;      // every buffer ever allocated, K and V
+  int64_t bytes_appended = 0;       // input bytes the appends were given (K and V)
+  int64_t bytes_growth_copied = 0;  // old contents copied into a grown buffer
+  int64_t bytes_other_copied = 0;   // other copies: concat's cat, copy-on-write after Fork
+};
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  KvCache& operator=(const KvCache&) = delete;
+
+  // The strategy's registry name ("prealloc", "ring", ...).
+  virtual const char* name() const = 0;
+
+  // Appends S tokens to every batch row.
+  absl::StatusOr<CacheView> Append(const Tensor& k, const Tensor& v);
+  // Appends S tokens to the rows with active[b] true; inactive rows neither write nor
+  // advance. Only strategies with supports_inactive_rows() accept a false flag.
+  absl::StatusOr<CacheView> AppendActive(const Tensor& k, const Tensor& v,
+                                         absl::Span<const bool> active);
+
+  // The visible K, V and positions without appending (empty tensors before the first append).
+  CacheView View() const;
+
+  virtual std::unique_ptr<KvCache> Fork() const = 0;
+  void Reset();
+
+  // Tokens appended to batch row 0 (every row, unless rows advance independently) since the
+  // last reset.
+  int64_t seq_len() const { return row_seq_len(0); }
+  // REQUIRES: 0 <= b < B once the shape is fixed; 0 before the first append.
+  int64_t row_seq_len(int64_t b) const;
+  // Slots per row in the current buffers (0 before the first append).
+  virtual int64_t capacity() const = 0;
+  virtual bool supports_inactive_rows() const { return false; }
+  const std::optional<KvShape>& shape() const { return shape_; }
+  const CacheCounters& counters() const { return counters_; }
+
+ protected:
+  KvCache() = default;
+  KvCache(const KvCache&) = default;
+
+  // Writes the new tokens. Called with validated input: S > 0, shape_ already equal to the
+  // input's (set before the call on the first append), row lengths not yet advanced.
+  // Must either succeed completely or leave every member unchanged.
+  virtual absl::Status DoAppend(const Tensor& k, const Tensor& v,
+                                absl::Span<const bool> active) = 0;
+  // The visible set. REQUIRES: shape_ is set.
+  virtual CacheView DoView() const = 0;
+  // Drops the buffers (shape_ and row lengths are cleared by Reset itself).
+  virtual void DoReset() = 0;
+
+  // Row lengths and counters as of the last successful append.
+  const std::vector<int64_t>& row_lengths() const { return row_lengths_; }
+  CacheCounters counters_;
+
+ private:
+  std::optional<KvShape> shape_;
+  std::vector<int64_t> row_lengths_;
+};
+
+}  // namespace kvcheck
+
+#endif  // KVCHECK_SRC_CACHE_KV_CACHE_H_

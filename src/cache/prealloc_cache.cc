@@ -1,0 +1,86 @@
+#include "src/cache/prealloc_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/check.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/copy_ops.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck {
+
+using cache_internal::AllocateBuffer;
+
+absl::StatusOr<std::unique_ptr<KvCache>> PreallocCache::Create(const CacheConfig& config) {
+  if (config.initial_capacity < 0 || config.initial_capacity > kMaxSequenceLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prealloc: initial capacity ", config.initial_capacity, " is outside [0, ",
+        kMaxSequenceLength, "]"));
+  }
+  return std::unique_ptr<KvCache>(new PreallocCache(config.initial_capacity));
+}
+
+std::unique_ptr<KvCache> PreallocCache::Fork() const {
+  return std::unique_ptr<KvCache>(new PreallocCache(*this));
+}
+
+absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
+                                     absl::Span<const bool> /*active: all rows*/) {
+  const KvShape& shape = *this->shape();
+  const int64_t length = seq_len();
+  const int64_t needed = length + k.dim(2);  // <= 2 * kMaxSequenceLength: no overflow
+  Tensor k_target = k_buffer_, v_target = v_buffer_;
+  int64_t capacity = capacity_;
+  CacheCounters counters = counters_;
+  const bool grow = capacity_ == 0 || needed > capacity_;
+  if (grow || share_.shared()) {
+    // New buffers: first allocation, geometric growth, or copy-on-write after a Fork.
+    // Everything happens on locals; members change only once nothing can fail.
+    if (capacity_ == 0) {
+      capacity = std::max(initial_capacity_, needed);
+    } else if (grow) {
+      capacity = std::max(needed, 2 * capacity_);
+    }
+    const int64_t dims[] = {shape.batch, shape.num_kv_heads, capacity, shape.head_dim};
+    KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
+    KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
+    if (length > 0) {
+      KV_ASSIGN_OR_RETURN(Tensor k_old, Narrow(k_buffer_, 2, 0, length));
+      KV_ASSIGN_OR_RETURN(Tensor v_old, Narrow(v_buffer_, 2, 0, length));
+      KV_RETURN_IF_ERROR(SliceSet(k_target, k_old, 2, 0));
+      KV_RETURN_IF_ERROR(SliceSet(v_target, v_old, 2, 0));
+      const int64_t copied = 2 * k_old.num_elements() * DTypeSize(shape.dtype);
+      (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;
+    }
+  }
+  // Shapes were validated by KvCache::AppendActive, so neither write can fail; check it so
+  // that K and V can never get out of step.
+  KV_RETURN_IF_ERROR(SliceSet(k_target, k, 2, length));
+  const absl::Status v_written = SliceSet(v_target, v, 2, length);
+  KV_CHECK_MSG(v_written.ok(), "prealloc: V write failed after K was written");
+  if (!k_target.SharesStorageWith(k_buffer_)) share_.Detach();
+  k_buffer_ = std::move(k_target);
+  v_buffer_ = std::move(v_target);
+  capacity_ = capacity;
+  counters_ = counters;
+  return absl::OkStatus();
+}
+
+CacheView PreallocCache::DoView() const {
+  const int64_t length = seq_len();
+  CacheView view;
+  view.k = *Narrow(k_buffer_, 2, 0, length);
+  view.v = *Narrow(v_buffer_, 2, 0, length);
+  view.positions = cache_internal::SequentialPositions(shape()->batch, length);
+  return view;
+}
+
+void PreallocCache::DoReset() {
+  k_buffer_ = Tensor();
+  v_buffer_ = Tensor();
+  capacity_ = 0;
+  share_.Detach();
+}
+
+}  // namespace kvcheck

@@ -1,0 +1,78 @@
+#include "src/cache/ring_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/check.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/copy_ops.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck {
+
+using cache_internal::AllocateBuffer;
+using cache_internal::RingSlotPosition;
+using cache_internal::WriteRingChunk;
+
+absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& config) {
+  if (config.window < 1 || config.window > kMaxSequenceLength) {
+    return absl::InvalidArgumentError(absl::StrCat("ring: window ", config.window,
+                                                   " is outside [1, ", kMaxSequenceLength, "]"));
+  }
+  return std::unique_ptr<KvCache>(new RingCache(config.window));
+}
+
+std::unique_ptr<KvCache> RingCache::Fork() const {
+  return std::unique_ptr<KvCache>(new RingCache(*this));
+}
+
+absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
+                                 absl::Span<const bool> /*active: all rows*/) {
+  const KvShape& shape = *this->shape();
+  Tensor k_target = k_buffer_, v_target = v_buffer_;
+  CacheCounters counters = counters_;
+  if (k_buffer_.rank() != 4 || share_.shared()) {
+    // First append, or copy-on-write after a Fork: new buffers, built on locals.
+    const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
+    KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
+    KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
+    if (k_buffer_.rank() == 4) {
+      KV_RETURN_IF_ERROR(CopyInto(k_target, k_buffer_));
+      KV_RETURN_IF_ERROR(CopyInto(v_target, v_buffer_));
+      counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
+    }
+  }
+  const int64_t length = seq_len();
+  KV_RETURN_IF_ERROR(WriteRingChunk(k_target, k, length, window_));
+  const absl::Status v_written = WriteRingChunk(v_target, v, length, window_);
+  KV_CHECK_MSG(v_written.ok(), "ring: V write failed after K was written");
+  if (!k_target.SharesStorageWith(k_buffer_)) share_.Detach();
+  k_buffer_ = std::move(k_target);
+  v_buffer_ = std::move(v_target);
+  counters_ = counters;
+  return absl::OkStatus();
+}
+
+CacheView RingCache::DoView() const {
+  const int64_t length = seq_len();
+  const int64_t visible = std::min(length, window_);
+  CacheView view;
+  view.k = *Narrow(k_buffer_, 2, 0, visible);
+  view.v = *Narrow(v_buffer_, 2, 0, visible);
+  view.positions.resize(shape()->batch * visible);
+  for (int64_t b = 0; b < shape()->batch; ++b) {
+    for (int64_t slot = 0; slot < visible; ++slot) {
+      view.positions[b * visible + slot] =
+          length < window_ ? slot : RingSlotPosition(slot, length, window_);
+    }
+  }
+  return view;
+}
+
+void RingCache::DoReset() {
+  k_buffer_ = Tensor();
+  v_buffer_ = Tensor();
+  share_.Detach();
+}
+
+}  // namespace kvcheck

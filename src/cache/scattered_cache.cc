@@ -1,0 +1,87 @@
+#include "src/cache/scattered_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/check.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/copy_ops.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck {
+
+using cache_internal::AllocateBuffer;
+using cache_internal::RingSlotPosition;
+using cache_internal::WriteRingChunk;
+
+absl::StatusOr<std::unique_ptr<KvCache>> ScatteredCache::Create(const CacheConfig& config) {
+  if (config.window < 1 || config.window > kMaxSequenceLength) {
+    return absl::InvalidArgumentError(absl::StrCat("scattered: context (window) ", config.window,
+                                                   " is outside [1, ", kMaxSequenceLength, "]"));
+  }
+  return std::unique_ptr<KvCache>(new ScatteredCache(config.window));
+}
+
+std::unique_ptr<KvCache> ScatteredCache::Fork() const {
+  return std::unique_ptr<KvCache>(new ScatteredCache(*this));
+}
+
+absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
+                                      absl::Span<const bool> active) {
+  const KvShape& shape = *this->shape();
+  Tensor k_target = k_buffer_, v_target = v_buffer_;
+  CacheCounters counters = counters_;
+  if (k_buffer_.rank() != 4 || share_.shared()) {
+    const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
+    KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
+    KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
+    if (k_buffer_.rank() == 4) {
+      KV_RETURN_IF_ERROR(CopyInto(k_target, k_buffer_));
+      KV_RETURN_IF_ERROR(CopyInto(v_target, v_buffer_));
+      counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
+    }
+  }
+  // Rows are disjoint slices of the buffer: write each active row into its own ring. The
+  // views below cannot fail for validated shapes; K and V of a row are written together.
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    if (!active.empty() && !active[b]) continue;
+    const Tensor k_row = *Narrow(k_target, 0, b, 1);
+    const Tensor v_row = *Narrow(v_target, 0, b, 1);
+    const absl::Status k_written = WriteRingChunk(k_row, *Narrow(k, 0, b, 1), row_seq_len(b),
+                                                  window_);
+    const absl::Status v_written = WriteRingChunk(v_row, *Narrow(v, 0, b, 1), row_seq_len(b),
+                                                  window_);
+    KV_CHECK_MSG(k_written.ok() && v_written.ok(), "scattered: validated row write failed");
+  }
+  if (!k_target.SharesStorageWith(k_buffer_)) share_.Detach();
+  k_buffer_ = std::move(k_target);
+  v_buffer_ = std::move(v_target);
+  counters_ = counters;
+  return absl::OkStatus();
+}
+
+CacheView ScatteredCache::DoView() const {
+  const int64_t batch = shape()->batch;
+  int64_t visible = 0;
+  for (int64_t b = 0; b < batch; ++b) visible = std::max(visible, std::min(row_seq_len(b), window_));
+  CacheView view;
+  view.positions.assign(batch * visible, -1);
+  view.k = *Narrow(k_buffer_, 2, 0, visible);
+  view.v = *Narrow(v_buffer_, 2, 0, visible);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t length = row_seq_len(b);
+    for (int64_t slot = 0; slot < std::min(length, window_); ++slot) {
+      view.positions[b * visible + slot] =
+          length < window_ ? slot : RingSlotPosition(slot, length, window_);
+    }
+  }
+  return view;
+}
+
+void ScatteredCache::DoReset() {
+  k_buffer_ = Tensor();
+  v_buffer_ = Tensor();
+  share_.Detach();
+}
+
+}  // namespace kvcheck

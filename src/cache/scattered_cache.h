@@ -1,0 +1,53 @@
+// File: scattered_cache.h
+// ScatteredCache ("scattered"): batch rows advance independently. Each row is its own ring
+// of W = config.window slots in a shared (B, KH, W, D) buffer; AppendActive takes one flag per
+// row, and inactive rows neither write nor advance (continuous batching: sequences joining
+// and leaving the batch).
+//
+// - Visible set per row: its last min(n_b, W) tokens, in slot order.
+// - Returned K/V cover L = max_b min(n_b, W) slots; CacheView::positions gives each row's
+//   slot positions, -1 for slots a row has not filled yet (attention skips them; in test
+//   builds they hold NaN, so a kernel that does not skip them shows it).
+// - An append of S >= W to a row keeps its last W tokens (the row's history is then only the
+//   chunk's tail): the row never advances without writing.
+// - Fork is copy-on-write.
+#ifndef KVCHECK_SRC_CACHE_SCATTERED_CACHE_H_
+#define KVCHECK_SRC_CACHE_SCATTERED_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "src/cache/cache_buffers.h"
+#include "src/cache/cache_config.h"
+#include "src/cache/kv_cache.h"
+
+namespace kvcheck {
+
+class ScatteredCache : public KvCache {
+ public:
+  // Errors: kInvalidArgument if config.window is not in [1, kMaxSequenceLength].
+  static absl::StatusOr<std::unique_ptr<KvCache>> Create(const CacheConfig& config);
+
+  const char* name() const override { return "scattered"; }
+  std::unique_ptr<KvCache> Fork() const override;
+  int64_t capacity() const override { return k_buffer_.rank() == 4 ? window_ : 0; }
+  bool supports_inactive_rows() const override { return true; }
+
+ private:
+  explicit ScatteredCache(int64_t window) : window_(window) {}
+  ScatteredCache(const ScatteredCache&) = default;
+
+  absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
+  CacheView DoView() const override;
+  void DoReset() override;
+
+  int64_t window_;
+  Tensor k_buffer_;  // (B, KH, W, D) once allocated
+  Tensor v_buffer_;
+  cache_internal::ShareToken share_;
+};
+
+}  // namespace kvcheck
+
+#endif  // KVCHECK_SRC_CACHE_SCATTERED_CACHE_H_
