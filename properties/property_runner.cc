@@ -75,7 +75,7 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   TestParams params;
   params.seed = PropertySeed(options.seed, spec.name);
   params.maxSuccess = CasesFor(spec, options);
-  params.maxSize = options.max_size;
+  params.maxSize = spec.max_size;
   std::unordered_map<std::string, Reproduce> reproduce_map;
   if (!options.reproduce.empty()) {
     reproduce_map = configFromString(options.reproduce).reproduce;
@@ -113,12 +113,16 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
 }
 
 std::string FormatDistribution(const PropertyOutcome& outcome) {
-  const int total = outcome.cases;
-  std::string text;
+  // Cases per individual tag (a case with tags {a, b} counts for both), so that the
+  // frequency of each event reads directly.
+  std::map<std::string, int> per_tag;
   for (const auto& [tags, count] : outcome.distribution) {
-    absl::StrAppendFormat(&text, "  %-50s %6d (%.1f%%)\n",
-                          tags.empty() ? "(none)" : absl::StrJoin(tags, ", "), count,
-                          100.0 * count / (total > 0 ? total : 1));
+    for (const std::string& tag : tags) per_tag[tag] += count;
+  }
+  const int total = outcome.cases > 0 ? outcome.cases : 1;
+  std::string text;
+  for (const auto& [tag, count] : per_tag) {
+    absl::StrAppendFormat(&text, "  %-40s %6d cases (%.1f%%)\n", tag, count, 100.0 * count / total);
   }
   return text;
 }

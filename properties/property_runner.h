@@ -25,12 +25,12 @@ struct PropertySpec {
   std::string name;  // "tensor/narrow_cat_round_trip"
   int default_cases = 100;
   std::function<void()> body;
+  int max_size = 100;  // RapidCheck's size ramp ends here (e.g. caps command sequences)
 };
 
 struct RunOptions {
   uint64_t seed = 20261129;   // fixed default: CI runs are deterministic
   double case_scale = 1.0;    // multiplies each property's default case count
-  int max_size = 100;         // RapidCheck's size ramp
   std::string reproduce;      // RapidCheck "reproduce=..." string, or empty
   int max_cases = 0;          // if > 0, caps the case count (quick runs)
   int fixed_cases = 0;        // if > 0, every property runs exactly this many cases
@@ -56,7 +56,7 @@ int CasesFor(const PropertySpec& spec, const RunOptions& options);
 
 PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options);
 
-// "label a, label b: 37 (37%)" lines, one per tag set.
+// One line per RC_TAG / RC_CLASSIFY label: how many cases carried it.
 std::string FormatDistribution(const PropertyOutcome& outcome);
 
 }  // namespace kvcheck::properties

@@ -5,7 +5,6 @@
 #define KVCHECK_SRC_CACHE_CACHE_BUFFERS_H_
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -45,16 +44,18 @@ absl::Status WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t l
 // Positions 0..length-1 for every one of `batch` rows, (batch, length) row-major.
 std::vector<int64_t> SequentialPositions(int64_t batch, int64_t length);
 
-// Copy-on-write marker: copies of a token share it; shared() tells whether another cache
-// still holds the same buffers, in which case a write must copy them first.
-class ShareToken {
+// Copy-on-write flag behind cheap Forks. Fork marks both caches (the original through a
+// mutable member, since Fork is const); the next write of either first copies the buffers.
+// A reference count would not do: once the original resets, the fork would hold the only
+// reference and write in place, changing views the original returned before the fork.
+class CopyOnWrite {
  public:
-  ShareToken() : token_(std::make_shared<char>()) {}
-  bool shared() const { return token_.use_count() > 1; }
-  void Detach() { token_ = std::make_shared<char>(); }
+  void MarkShared() const { shared_ = true; }
+  bool shared() const { return shared_; }
+  void Clear() { shared_ = false; }
 
  private:
-  std::shared_ptr<char> token_;
+  mutable bool shared_ = false;
 };
 
 }  // namespace kvcheck::cache_internal

@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> InterleavedCache::Create(const CacheCon
 }
 
 std::unique_ptr<KvCache> InterleavedCache::Fork() const {
+  share_.MarkShared();  // both caches copy their buffers before their next write
   return std::unique_ptr<KvCache>(new InterleavedCache(*this));
 }
 
@@ -66,7 +67,7 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   KV_RETURN_IF_ERROR(SliceSet(InterleavedHalf(target, /*is_value=*/false), k, 2, length));
   const absl::Status v_written = SliceSet(InterleavedHalf(target, /*is_value=*/true), v, 2, length);
   KV_CHECK_MSG(v_written.ok(), "interleaved: V write failed after K was written");
-  if (!target.SharesStorageWith(buffer_)) share_.Detach();
+  if (!target.SharesStorageWith(buffer_)) share_.Clear();
   buffer_ = std::move(target);
   capacity_ = capacity;
   counters_ = counters;
@@ -87,7 +88,7 @@ Tensor InterleavedCache::InterleavedView() const { return *Narrow(buffer_, 1, 0,
 void InterleavedCache::DoReset() {
   buffer_ = Tensor();
   capacity_ = 0;
-  share_.Detach();
+  share_.Clear();
 }
 
 }  // namespace kvcheck

@@ -45,7 +45,7 @@ class InterleavedCache : public KvCache {
   int64_t initial_capacity_;
   int64_t capacity_ = 0;
   Tensor buffer_;  // (B, capacity, KH, 2D)
-  cache_internal::ShareToken share_;
+  cache_internal::CopyOnWrite share_;
 };
 
 // K (is_value false) or V view of an interleaved buffer (B, Cap, KH, 2D) as (B, KH, Cap, D).

@@ -22,6 +22,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> PreallocCache::Create(const CacheConfig
 }
 
 std::unique_ptr<KvCache> PreallocCache::Fork() const {
+  share_.MarkShared();  // both caches copy their buffers before their next write
   return std::unique_ptr<KvCache>(new PreallocCache(*this));
 }
 
@@ -59,7 +60,7 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   KV_RETURN_IF_ERROR(SliceSet(k_target, k, 2, length));
   const absl::Status v_written = SliceSet(v_target, v, 2, length);
   KV_CHECK_MSG(v_written.ok(), "prealloc: V write failed after K was written");
-  if (!k_target.SharesStorageWith(k_buffer_)) share_.Detach();
+  if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
   capacity_ = capacity;
@@ -80,7 +81,7 @@ void PreallocCache::DoReset() {
   k_buffer_ = Tensor();
   v_buffer_ = Tensor();
   capacity_ = 0;
-  share_.Detach();
+  share_.Clear();
 }
 
 }  // namespace kvcheck

@@ -44,7 +44,7 @@ class PreallocCache : public KvCache {
   int64_t capacity_ = 0;  // slots in k_buffer_ / v_buffer_ (0: not allocated)
   Tensor k_buffer_;
   Tensor v_buffer_;
-  cache_internal::ShareToken share_;
+  cache_internal::CopyOnWrite share_;
 };
 
 }  // namespace kvcheck

@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& co
 }
 
 std::unique_ptr<KvCache> RingCache::Fork() const {
+  share_.MarkShared();  // both caches copy their buffers before their next write
   return std::unique_ptr<KvCache>(new RingCache(*this));
 }
 
@@ -46,7 +47,7 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
   KV_RETURN_IF_ERROR(WriteRingChunk(k_target, k, length, window_));
   const absl::Status v_written = WriteRingChunk(v_target, v, length, window_);
   KV_CHECK_MSG(v_written.ok(), "ring: V write failed after K was written");
-  if (!k_target.SharesStorageWith(k_buffer_)) share_.Detach();
+  if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
   counters_ = counters;
@@ -72,7 +73,7 @@ CacheView RingCache::DoView() const {
 void RingCache::DoReset() {
   k_buffer_ = Tensor();
   v_buffer_ = Tensor();
-  share_.Detach();
+  share_.Clear();
 }
 
 }  // namespace kvcheck

@@ -42,7 +42,7 @@ class RingCache : public KvCache {
   int64_t window_;
   Tensor k_buffer_;  // (B, KH, W, D) once allocated
   Tensor v_buffer_;
-  cache_internal::ShareToken share_;
+  cache_internal::CopyOnWrite share_;
 };
 
 }  // namespace kvcheck

@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> ScatteredCache::Create(const CacheConfi
 }
 
 std::unique_ptr<KvCache> ScatteredCache::Fork() const {
+  share_.MarkShared();  // both caches copy their buffers before their next write
   return std::unique_ptr<KvCache>(new ScatteredCache(*this));
 }
 
@@ -53,7 +54,7 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
                                                   window_);
     KV_CHECK_MSG(k_written.ok() && v_written.ok(), "scattered: validated row write failed");
   }
-  if (!k_target.SharesStorageWith(k_buffer_)) share_.Detach();
+  if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
   counters_ = counters;
@@ -81,7 +82,7 @@ CacheView ScatteredCache::DoView() const {
 void ScatteredCache::DoReset() {
   k_buffer_ = Tensor();
   v_buffer_ = Tensor();
-  share_.Detach();
+  share_.Clear();
 }
 
 }  // namespace kvcheck

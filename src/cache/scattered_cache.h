@@ -45,7 +45,7 @@ class ScatteredCache : public KvCache {
   int64_t window_;
   Tensor k_buffer_;  // (B, KH, W, D) once allocated
   Tensor v_buffer_;
-  cache_internal::ShareToken share_;
+  cache_internal::CopyOnWrite share_;
 };
 
 }  // namespace kvcheck

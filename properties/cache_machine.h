@@ -1,0 +1,85 @@
+// File: cache_machine.h
+// The RapidCheck state machine that checks a cache strategy against the exact history model
+// (reference/cache_model.h): model, system under test, and the checks run after every command.
+// The commands are in cache_machine_commands.cc.
+//
+// Model: up to three branches (Fork adds one), each a CacheModel. SUT: one KvCache per
+// branch, plus the last view each branch returned (with its bits at the time) for the clone
+// law. After every command:
+//   - every branch's visible K/V, positions and lengths equal its model bit for bit;
+//   - every saved view still shows its bits (for window strategies, a branch's own later
+//     appends may reuse its slots, so only the other branches' views are checked);
+//   - for amortised strategies, bytes copied by growth <= 3x bytes appended.
+#ifndef KVCHECK_PROPERTIES_CACHE_MACHINE_H_
+#define KVCHECK_PROPERTIES_CACHE_MACHINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "properties/property_runner.h"
+#include "reference/cache_model.h"
+#include "src/cache/kv_cache.h"
+#include "src/cache/registry.h"
+
+namespace kvcheck::properties {
+
+// One choice of (B, KH, D) for a run; the first append after a reset may switch to another.
+struct MachineDims {
+  int64_t batch = 1;
+  int64_t num_kv_heads = 1;
+  int64_t head_dim = 1;
+};
+
+struct MachineBranch {
+  reference::CacheModel model;
+  bool was_reset = false;  // Reset happened and no append yet since the last append before it
+  bool reused_after_reset = false;
+};
+
+struct CacheMachineModel {
+  const CacheStrategy* strategy = nullptr;
+  CacheConfig config;
+  DType dtype = DType::kF32;
+  std::vector<MachineDims> dims;  // choices for the first append after construction/reset
+  int64_t query_group = 1;        // query heads per KV head in Attend
+  std::vector<MachineBranch> branches;
+  bool forked = false;
+
+  int64_t window() const { return strategy->windowed ? config.window : 0; }
+};
+
+struct SavedView {
+  CacheView view;
+  std::vector<uint32_t> k_bits;
+  std::vector<uint32_t> v_bits;
+};
+
+struct CacheMachineSut {
+  std::vector<std::unique_ptr<KvCache>> caches;  // one per model branch
+  std::vector<std::optional<SavedView>> last_views;
+};
+
+// "" if `view` shows exactly the model's visible set (positions, K and V bits), else what
+// differs. `what` names the view in the message.
+std::string DescribeViewMismatch(const CacheView& view, const reference::CacheModel& model,
+                                 DType dtype, bool per_row, const std::string& what);
+
+// All the checks listed above; `acted` is the branch the command touched (-1: none).
+void CheckMachine(const CacheMachineModel& model, const CacheMachineSut& sut, int acted);
+
+// Filled in while a state-machine property runs.
+struct CacheMachineStats {
+  int64_t commands = 0;  // commands executed in successful sequences
+};
+
+// The state machine for one strategy and dtype ("cache/<strategy>/<dtype>"); counts the
+// commands it executes into *stats (may be null).
+PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtype, int cases,
+                                       CacheMachineStats* stats);
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_CACHE_MACHINE_H_

@@ -1,0 +1,127 @@
+// The BadAppend command: appends that must fail with a specific status code and leave the
+// cache exactly as it was (K and V, lengths, capacity and counters).
+#include "absl/strings/str_cat.h"
+#include "properties/cache_machine_commands.h"
+#include "properties/generators.h"
+#include "rapidcheck.h"
+
+namespace kvcheck::properties::cache_machine {
+namespace {
+
+enum Kind {
+  kWrongDType,       // shape fixed: dtype differs         -> kFailedPrecondition
+  kWrongBatch,       // shape fixed: B differs             -> kFailedPrecondition
+  kWrongKvHeads,     // shape fixed: KH differs            -> kFailedPrecondition
+  kWrongHeadDim,     // shape fixed: D differs             -> kFailedPrecondition
+  kZeroSize,         // B, KH or D is 0                    -> kInvalidArgument
+  kKvMismatch,       // k and v shapes differ              -> kInvalidArgument
+  kWrongRank,        // rank 3                             -> kInvalidArgument
+  kOverflowingSeq,   // S past kMaxSequenceLength          -> kOutOfRange
+  kActiveFlags,      // inactive rows (or a wrong count)   -> kUnimplemented / kInvalidArgument
+  kNumKinds,
+};
+
+const char* const kKindNames[] = {"wrong dtype", "wrong B",        "wrong KH",
+                                  "wrong D",     "zero-size dim",  "k/v shape mismatch",
+                                  "rank 3",      "overflowing S",  "bad active flags"};
+
+Tensor Zeros(DType dtype, std::vector<int64_t> shape) {
+  absl::StatusOr<Tensor> t = Tensor::Filled(dtype, shape, 1.0f);
+  RC_ASSERT(t.ok());
+  return *std::move(t);
+}
+
+}  // namespace
+
+BadAppend::BadAppend(const Model& m) : branch_(PickBranch(m)), kind_(*Uniform(0, int{kNumKinds})) {
+  const bool fixed = m.branches[branch_].model.shape().has_value();
+  RC_PRE(fixed || kind_ > kWrongHeadDim);
+}
+
+void BadAppend::checkPreconditions(const Model& m) const {
+  RequireBranch(m, branch_);
+  RC_PRE(m.branches[branch_].model.shape().has_value() || kind_ > kWrongHeadDim);
+}
+
+void BadAppend::run(const Model& m, Sut& sut) const {
+  KvCache& cache = *sut.caches[branch_];
+  const reference::CacheModel& branch = m.branches[branch_].model;
+  reference::CacheShape shape{1, 2, 3, m.dtype};
+  if (branch.shape().has_value()) shape = *branch.shape();
+  const int64_t capacity = cache.capacity();
+  const CacheCounters counters = cache.counters();
+  std::vector<int64_t> dims = {shape.batch, shape.num_kv_heads, 1, shape.head_dim};
+  DType dtype = shape.dtype;
+  absl::StatusCode expected = absl::StatusCode::kInvalidArgument;
+  absl::Status status;
+  switch (kind_) {
+    case kWrongDType:
+      dtype = m.dtype == DType::kBF16 ? DType::kF16 : DType::kBF16;
+      expected = absl::StatusCode::kFailedPrecondition;
+      break;
+    case kWrongBatch:
+      dims[0] += 1;
+      expected = absl::StatusCode::kFailedPrecondition;
+      break;
+    case kWrongKvHeads:
+      dims[1] += 1;
+      expected = absl::StatusCode::kFailedPrecondition;
+      break;
+    case kWrongHeadDim:
+      dims[3] += 1;
+      expected = absl::StatusCode::kFailedPrecondition;
+      break;
+    case kZeroSize:
+      dims[*rc::gen::element(0, 1, 3)] = 0;
+      break;
+    case kWrongRank:
+      dims.pop_back();
+      break;
+    default:
+      break;
+  }
+  const Tensor k = Zeros(dtype, dims);
+  if (kind_ == kKvMismatch) {
+    std::vector<int64_t> v_dims = dims;
+    v_dims[2] += 1;
+    status = cache.Append(k, Zeros(dtype, v_dims)).status();
+  } else if (kind_ == kOverflowingSeq) {
+    // A zero-stride (broadcast) view: enormous S without the memory.
+    const int64_t seq = kMaxSequenceLength - MaxAppended(branch) + 1;
+    absl::StatusOr<Layout> layout = Layout::Strided(
+        {shape.batch, shape.num_kv_heads, seq, shape.head_dim}, {0, 0, 0, 1}, 0);
+    RC_ASSERT(layout.ok());
+    absl::StatusOr<Tensor> huge = Tensor::View(k.storage(), *layout);
+    RC_ASSERT(huge.ok());
+    status = cache.Append(*huge, *huge).status();
+    expected = absl::StatusCode::kOutOfRange;
+  } else if (kind_ == kActiveFlags) {
+    // A wrong number of flags is invalid everywhere; a false flag needs a per-row strategy.
+    absl::InlinedVector<bool, 5> active(shape.batch, true);
+    if (m.strategy->per_row) {
+      active.push_back(true);
+    } else {
+      active[0] = false;
+      expected = absl::StatusCode::kUnimplemented;
+    }
+    status = cache.AppendActive(k, k, absl::Span<const bool>(active.data(), active.size()))
+                 .status();
+  } else {
+    status = cache.Append(k, k).status();
+  }
+  if (status.code() != expected) {
+    RC_FAIL(absl::StrCat(kKindNames[kind_], ": expected ", absl::StatusCodeToString(expected),
+                         ", got ", status.ToString()));
+  }
+  RC_ASSERT(cache.capacity() == capacity);
+  RC_ASSERT(cache.counters().bytes_appended == counters.bytes_appended);
+  RC_ASSERT(cache.counters().bytes_allocated == counters.bytes_allocated);
+  CheckMachine(m, sut, -1);
+  NoteEvent(true, "bad append");
+}
+
+void BadAppend::show(std::ostream& os) const {
+  os << "BadAppend(branch " << branch_ << ", " << kKindNames[kind_] << ")";
+}
+
+}  // namespace kvcheck::properties::cache_machine

@@ -1,0 +1,101 @@
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "properties/cache_machine.h"
+#include "rapidcheck.h"
+
+namespace kvcheck::properties {
+
+std::string DescribeViewMismatch(const CacheView& view, const reference::CacheModel& model,
+                                 DType dtype, bool per_row, const std::string& what) {
+  if (!model.shape().has_value()) {
+    return view.length() == 0 ? "" : absl::StrCat(what, ": empty cache shows ", view.length(),
+                                                  " slots");
+  }
+  const reference::CacheShape& shape = *model.shape();
+  const int64_t B = shape.batch, KH = shape.num_kv_heads, D = shape.head_dim;
+  int64_t length = 0;
+  for (int64_t b = 0; b < B; ++b) length = std::max(length, model.visible_count(b));
+  const Dims expected_shape = {B, KH, length, D};
+  if (view.k.shape() != expected_shape || view.v.shape() != expected_shape ||
+      view.k.dtype() != dtype || view.v.dtype() != dtype) {
+    return absl::StrCat(what, ": K is ", DTypeName(view.k.dtype()), " ",
+                        DimsToString(view.k.shape()), ", V is ", DTypeName(view.v.dtype()), " ",
+                        DimsToString(view.v.shape()), "; expected ", DTypeName(dtype), " ",
+                        DimsToString(expected_shape));
+  }
+  if (static_cast<int64_t>(view.positions.size()) != B * length) {
+    return absl::StrCat(what, ": ", view.positions.size(), " positions for ", B, " x ", length,
+                        " slots");
+  }
+  const std::vector<uint32_t> k_bits = view.k.ToBits();
+  const std::vector<uint32_t> v_bits = view.v.ToBits();
+  for (int64_t b = 0; b < B; ++b) {
+    const absl::Span<const reference::ModelToken> visible = model.VisibleSpan(b);
+    const int64_t first = model.appended(b) - static_cast<int64_t>(visible.size());
+    std::vector<bool> seen(visible.size(), false);
+    for (int64_t j = 0; j < length; ++j) {
+      const int64_t position = view.positions[b * length + j];
+      if (position == -1 && per_row) continue;
+      if (position < first || position >= model.appended(b) || seen[position - first]) {
+        return absl::StrCat(what, ": batch row ", b, " slot ", j, " claims position ", position,
+                            "; visible positions are [", first, ", ", model.appended(b),
+                            ") each once");
+      }
+      seen[position - first] = true;
+      const reference::ModelToken& token = visible[position - first];
+      for (int64_t h = 0; h < KH; ++h) {
+        for (int64_t d = 0; d < D; ++d) {
+          const int64_t at = ((b * KH + h) * length + j) * D + d;
+          if (k_bits[at] != token.k[h * D + d] || v_bits[at] != token.v[h * D + d]) {
+            return absl::StrCat(what, ": batch row ", b, " head ", h, " position ", position,
+                                " (slot ", j, ") element ", d, ": K/V bits ", k_bits[at], "/",
+                                v_bits[at], ", model ", token.k[h * D + d], "/",
+                                token.v[h * D + d]);
+          }
+        }
+      }
+    }
+    if (std::count(seen.begin(), seen.end(), true) != static_cast<int64_t>(visible.size())) {
+      return absl::StrCat(what, ": batch row ", b, " shows ",
+                          std::count(seen.begin(), seen.end(), true), " of its ",
+                          visible.size(), " visible tokens");
+    }
+  }
+  return "";
+}
+
+void CheckMachine(const CacheMachineModel& model, const CacheMachineSut& sut, int acted) {
+  RC_ASSERT(sut.caches.size() == model.branches.size());
+  for (size_t i = 0; i < model.branches.size(); ++i) {
+    const KvCache& cache = *sut.caches[i];
+    const reference::CacheModel& branch = model.branches[i].model;
+    const std::string mismatch = DescribeViewMismatch(
+        cache.View(), branch, model.dtype, model.strategy->per_row, absl::StrCat("branch ", i));
+    if (!mismatch.empty()) RC_FAIL(mismatch);
+    const int64_t rows = branch.shape().has_value() ? branch.shape()->batch : 1;
+    for (int64_t b = 0; b < rows; ++b) {
+      RC_ASSERT(cache.row_seq_len(b) == branch.appended(b));
+    }
+    // Clone law (and view stability): saved views keep their bits.
+    const std::optional<SavedView>& saved = sut.last_views[i];
+    const bool own_slots_reused = model.strategy->windowed && static_cast<int>(i) == acted;
+    if (saved.has_value() && !own_slots_reused) {
+      if (saved->view.k.ToBits() != saved->k_bits || saved->view.v.ToBits() != saved->v_bits) {
+        RC_FAIL(absl::StrCat("a view branch ", i, " returned earlier changed after a command on "
+                             "branch ", acted));
+      }
+    }
+    // Growth law.
+    if (model.strategy->amortized_growth) {
+      const CacheCounters& c = cache.counters();
+      if (c.bytes_growth_copied > 3 * c.bytes_appended) {
+        RC_FAIL(absl::StrCat("growth law: branch ", i, " copied ", c.bytes_growth_copied,
+                             " bytes growing for ", c.bytes_appended, " bytes appended"));
+      }
+    }
+  }
+}
+
+}  // namespace kvcheck::properties

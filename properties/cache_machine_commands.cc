@@ -1,0 +1,220 @@
+// Helpers and the append, reset and fork commands of the cache state machine.
+#include "properties/cache_machine_commands.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "properties/generators.h"
+#include "rapidcheck.h"
+
+namespace kvcheck::properties::cache_machine {
+namespace {
+
+std::set<std::string>* current_events = nullptr;
+
+// Cache contents: finite values, and now and then a few NaN/inf (bit-exact laws hold for them).
+TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
+  const int layout = *Uniform(0, 3);
+  TensorSpec spec = *GenTensorSpec(dtype, shape, Values::kFinite,
+                                   layout == 0 ? LayoutKind::kContiguous : LayoutKind::kAny);
+  if (layout == 1) spec.buffer_order = {0, 2, 1, 3};  // (B, S, KH, D).transpose(1, 2)
+  if (!spec.values.empty() && *Uniform(0, 8) == 0) {
+    for (int n = *Uniform(1, 4); n > 0; --n) {
+      spec.values[*Uniform<size_t>(0, spec.values.size())] =
+          *rc::gen::element(NAN, INFINITY, -INFINITY);
+    }
+  }
+  return spec;
+}
+
+std::vector<uint32_t> SpecBits(const TensorSpec& spec) {
+  std::vector<uint32_t> bits;
+  bits.reserve(spec.values.size());
+  for (float x : spec.values) bits.push_back(BitsOf(x, spec.dtype));
+  return bits;
+}
+
+}  // namespace
+
+EventScope::EventScope(std::set<std::string>* events) { current_events = events; }
+EventScope::~EventScope() { current_events = nullptr; }
+
+void NoteEvent(bool happened, const char* event) {
+  if (happened && current_events != nullptr) current_events->insert(event);
+}
+
+uint32_t BitsOf(float value, DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return F32ToF16Bits(value);
+    case DType::kBF16:
+      return F32ToBF16Bits(value);
+    case DType::kF32:
+      break;
+  }
+  return std::bit_cast<uint32_t>(value);
+}
+
+float FloatOf(uint32_t bits, DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return F16BitsToF32(static_cast<uint16_t>(bits));
+    case DType::kBF16:
+      return BF16BitsToF32(static_cast<uint16_t>(bits));
+    case DType::kF32:
+      break;
+  }
+  return std::bit_cast<float>(bits);
+}
+
+int64_t MaxAppended(const reference::CacheModel& model) {
+  int64_t n = 0;
+  const int64_t rows = model.shape().has_value() ? model.shape()->batch : 0;
+  for (int64_t b = 0; b < rows; ++b) n = std::max(n, model.appended(b));
+  return n;
+}
+
+void RequireBranch(const Model& m, int branch) {
+  RC_PRE(branch >= 0 && branch < static_cast<int>(m.branches.size()));
+}
+
+void RequireBranchShape(const Model& m, int branch, const reference::CacheShape& shape) {
+  RequireBranch(m, branch);
+  const std::optional<reference::CacheShape>& fixed = m.branches[branch].model.shape();
+  RC_PRE(!fixed.has_value() || *fixed == shape);
+}
+
+int PickBranch(const Model& m) { return *Uniform<int>(0, static_cast<int>(m.branches.size())); }
+
+AppendTokens::AppendTokens(const Model& m, Kind kind) : kind_(kind), branch_(PickBranch(m)) {
+  const reference::CacheModel& branch = m.branches[branch_].model;
+  if (branch.shape().has_value()) {
+    shape_ = *branch.shape();
+  } else {
+    const MachineDims& dims = m.dims[*Uniform<size_t>(0, m.dims.size())];
+    shape_ = reference::CacheShape{dims.batch, dims.num_kv_heads, dims.head_dim, m.dtype};
+  }
+  const int64_t length = MaxAppended(branch);
+  switch (kind) {
+    case Kind::kPrefill:
+      seq_ = *Uniform<int64_t>(2, 25);
+      break;
+    case Kind::kDecode:
+      seq_ = 1;
+      break;
+    case Kind::kGrow:
+      // Past any capacity a geometric strategy can have at this length.
+      seq_ = std::max(m.config.initial_capacity, 2 * length) - length + 1 +
+             *Uniform<int64_t>(0, 4);
+      seq_ = std::clamp<int64_t>(seq_, 1, 96);
+      break;
+  }
+  const std::vector<int64_t> dims = {shape_.batch, shape_.num_kv_heads, seq_, shape_.head_dim};
+  k_ = GenCacheInput(m.dtype, dims);
+  v_ = GenCacheInput(m.dtype, dims);
+  if (m.strategy->per_row && *Uniform(0, 2) == 0) {
+    for (int64_t b = 0; b < shape_.batch; ++b) active_.push_back(*Uniform(0, 3) != 0);
+  }
+}
+
+void AppendTokens::checkPreconditions(const Model& m) const {
+  RequireBranchShape(m, branch_, shape_);
+}
+
+void AppendTokens::apply(Model& m) const {
+  MachineBranch& branch = m.branches[branch_];
+  branch.model.Append(shape_, seq_, SpecBits(k_), SpecBits(v_),
+                      absl::Span<const bool>(active_.data(), active_.size()));
+  branch.reused_after_reset = branch.was_reset;
+  branch.was_reset = false;
+}
+
+void AppendTokens::run(const Model& m0, Sut& sut) const {
+  KvCache& cache = *sut.caches[branch_];
+  const int64_t capacity_before = cache.capacity();
+  absl::StatusOr<Tensor> k = Materialize(k_);
+  absl::StatusOr<Tensor> v = Materialize(v_);
+  RC_ASSERT(k.ok() && v.ok());
+  absl::StatusOr<CacheView> view =
+      active_.empty()
+          ? cache.Append(*k, *v)
+          : cache.AppendActive(*k, *v, absl::Span<const bool>(active_.data(), active_.size()));
+  if (!view.ok()) RC_FAIL(absl::StrCat("append failed: ", view.status().ToString()));
+  const Model m = nextState(m0);
+  const reference::CacheModel& branch = m.branches[branch_].model;
+  const std::string mismatch =
+      DescribeViewMismatch(*view, branch, m.dtype, m.strategy->per_row, "returned view");
+  if (!mismatch.empty()) RC_FAIL(mismatch);
+  sut.last_views[branch_] = SavedView{*view, view->k.ToBits(), view->v.ToBits()};
+  CheckMachine(m, sut, branch_);
+
+  const int64_t window = m.window();
+  const int64_t length = MaxAppended(branch);
+  NoteEvent(window > 0 && length > window, "wrap");
+  NoteEvent(window > 0 && length == window, "exact fill (len == W)");
+  NoteEvent(window > 0 && length == window - 1, "len == W - 1");
+  NoteEvent(window > 0 && length == window + 1, "len == W + 1");
+  NoteEvent(window > 0 && seq_ >= window, "chunk S >= W");
+  NoteEvent(!m.strategy->windowed && m.strategy->amortized_growth &&
+                cache.capacity() > capacity_before && capacity_before > 0,
+            "growth");
+  NoteEvent(m.forked && m.branches.size() > 1, "fork then diverge");
+  NoteEvent(m.branches[branch_].reused_after_reset, "reset then reuse");
+  NoteEvent(!k->is_contiguous(), "strided input");
+  NoteEvent(std::count(active_.begin(), active_.end(), false) > 0, "inactive rows");
+}
+
+void AppendTokens::show(std::ostream& os) const {
+  const char* names[] = {"Prefill", "Decode", "Grow"};
+  os << names[static_cast<int>(kind_)] << "(branch " << branch_ << ", S=" << seq_ << ", "
+     << DTypeName(shape_.dtype) << " B=" << shape_.batch << " KH=" << shape_.num_kv_heads
+     << " D=" << shape_.head_dim << ", k buffer_order [" << absl::StrJoin(k_.buffer_order, ",")
+     << "] padding [" << absl::StrJoin(k_.padding, ",") << "]";
+  if (!active_.empty()) os << ", active [" << absl::StrJoin(active_, ",") << "]";
+  os << ")";
+}
+
+ResetBranch::ResetBranch(const Model& m) : branch_(PickBranch(m)) {}
+
+void ResetBranch::checkPreconditions(const Model& m) const { RequireBranch(m, branch_); }
+
+void ResetBranch::apply(Model& m) const {
+  m.branches[branch_].model.Reset();
+  m.branches[branch_].was_reset = true;
+}
+
+void ResetBranch::run(const Model& m0, Sut& sut) const {
+  sut.caches[branch_]->Reset();
+  RC_ASSERT(sut.caches[branch_]->seq_len() == 0);
+  CheckMachine(nextState(m0), sut, branch_);
+}
+
+void ResetBranch::show(std::ostream& os) const { os << "Reset(branch " << branch_ << ")"; }
+
+ForkBranch::ForkBranch(const Model& m) : branch_(PickBranch(m)) {
+  RC_PRE(m.branches.size() < 3);
+}
+
+void ForkBranch::checkPreconditions(const Model& m) const {
+  RequireBranch(m, branch_);
+  RC_PRE(m.branches.size() < 3);
+}
+
+void ForkBranch::apply(Model& m) const {
+  m.branches.push_back(m.branches[branch_]);
+  m.forked = true;
+}
+
+void ForkBranch::run(const Model& m0, Sut& sut) const {
+  sut.caches.push_back(sut.caches[branch_]->Fork());
+  sut.last_views.push_back(sut.last_views[branch_]);
+  CheckMachine(nextState(m0), sut, -1);
+}
+
+void ForkBranch::show(std::ostream& os) const {
+  os << "Fork(branch " << branch_ << " -> branch " << "new)";
+}
+
+}  // namespace kvcheck::properties::cache_machine

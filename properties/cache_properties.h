@@ -1,0 +1,25 @@
+// File: cache_properties.h
+// The cache properties: one state machine per registered strategy and dtype
+// (cache_machine.h), and the growth law over long append sequences.
+#ifndef KVCHECK_PROPERTIES_CACHE_PROPERTIES_H_
+#define KVCHECK_PROPERTIES_CACHE_PROPERTIES_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "properties/cache_machine.h"
+#include "properties/property_runner.h"
+
+namespace kvcheck::properties {
+
+// Per-property command counts, keyed by property name, filled while the properties run.
+using CacheMachineStatsMap = std::map<std::string, CacheMachineStats>;
+
+// Every strategy x dtype state machine (recording into *stats), then the growth law of each
+// strategy whose buffers grow (amortised growth, not a fixed window).
+std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats);
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_CACHE_PROPERTIES_H_
