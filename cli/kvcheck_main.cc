@@ -15,6 +15,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
 
@@ -93,6 +94,21 @@ int Run() {
     passed += o.passed ? 1 : 0;
     std::printf("%-50s %8d %9.2f  %s\n", o.name.c_str(), o.cases, o.seconds,
                 o.passed ? "PASS" : "FAIL");
+  }
+  // The cache state machines: one row per strategy and dtype.
+  bool header = false;
+  for (const PropertyOutcome& o : outcomes) {
+    auto stats = suite.cache_stats->find(o.name);
+    if (stats == suite.cache_stats->end()) continue;
+    if (!header) {
+      std::printf("\n%-12s %-6s %8s %10s  %s\n", "strategy", "dtype", "cases", "commands",
+                  "result");
+      header = true;
+    }
+    // Names are "cache/<strategy>/<dtype>".
+    const std::vector<std::string> parts = absl::StrSplit(o.name, '/');
+    std::printf("%-12s %-6s %8d %10lld  %s\n", parts[1].c_str(), parts[2].c_str(), o.cases,
+                static_cast<long long>(stats->second.commands), o.passed ? "PASS" : "FAIL");
   }
   if (suite.soundness->problems > 0) {
     std::printf("\nError-bound tightness (observed error / bound, straightforward f32 "

@@ -25,7 +25,7 @@ std::string DescribeViewMismatch(const CacheView& view, const reference::CacheMo
                         DimsToString(view.v.shape()), "; expected ", DTypeName(dtype), " ",
                         DimsToString(expected_shape));
   }
-  if (static_cast<int64_t>(view.positions.size()) != B * length) {
+  if (!view.positions.empty() && static_cast<int64_t>(view.positions.size()) != B * length) {
     return absl::StrCat(what, ": ", view.positions.size(), " positions for ", B, " x ", length,
                         " slots");
   }
@@ -36,7 +36,7 @@ std::string DescribeViewMismatch(const CacheView& view, const reference::CacheMo
     const int64_t first = model.appended(b) - static_cast<int64_t>(visible.size());
     std::vector<bool> seen(visible.size(), false);
     for (int64_t j = 0; j < length; ++j) {
-      const int64_t position = view.positions[b * length + j];
+      const int64_t position = view.position(b, j);
       if (position == -1 && per_row) continue;
       if (position < first || position >= model.appended(b) || seen[position - first]) {
         return absl::StrCat(what, ": batch row ", b, " slot ", j, " claims position ", position,

@@ -12,7 +12,7 @@
 namespace kvcheck::properties::cache_machine {
 namespace {
 
-std::set<std::string>* current_events = nullptr;
+thread_local std::set<std::string>* current_events = nullptr;
 
 // Cache contents: finite values, and now and then a few NaN/inf (bit-exact laws hold for them).
 TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {

@@ -1,5 +1,7 @@
 #include "properties/suite.h"
 
+#include <algorithm>
+
 #include "properties/tensor_properties.h"
 
 namespace kvcheck::properties {
@@ -8,6 +10,10 @@ Suite DefaultSuite() {
   Suite suite;
   suite.properties.push_back(BoundSoundnessProperty(suite.soundness.get(), 300));
   for (PropertySpec& spec : TensorProperties()) suite.properties.push_back(std::move(spec));
+  for (PropertySpec& spec : CacheProperties(suite.cache_stats.get())) {
+    spec.default_cases = std::max(1, spec.default_cases / 2);
+    suite.properties.push_back(std::move(spec));
+  }
   return suite;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "properties/bound_soundness.h"
+#include "properties/cache_properties.h"
 #include "properties/property_runner.h"
 
 namespace kvcheck::properties {
@@ -17,10 +18,13 @@ struct Suite {
   std::vector<PropertySpec> properties;
   // Tightness statistics the soundness property fills in while it runs.
   std::unique_ptr<SoundnessStats> soundness = std::make_unique<SoundnessStats>();
+  // Commands each cache state machine executed, keyed by property name.
+  std::unique_ptr<CacheMachineStatsMap> cache_stats = std::make_unique<CacheMachineStatsMap>();
 };
 
-// The default kvcheck run: reference soundness (a few hundred problems), then the tensor-op
-// properties.
+// The default kvcheck run: reference soundness (a few hundred problems), the tensor-op
+// properties, then the cache state machine of every registered strategy x dtype (half the
+// cases of the test suite's run) and the growth laws.
 Suite DefaultSuite();
 
 }  // namespace kvcheck::properties

@@ -5,7 +5,6 @@
 #define KVCHECK_SRC_CACHE_CACHE_BUFFERS_H_
 
 #include <cstdint>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -34,15 +33,21 @@ inline int64_t RingSlotPosition(int64_t slot, int64_t length, int64_t window) {
   return first + ((slot - first % window) % window + window) % window;
 }
 
+// Copies tokens [src_first, src_first + count) of `src` (B, KH, S, D) into slots
+// [dst_slot, dst_slot + count) of `dst` (B, KH, Cap, D), for every batch row and head: the
+// append hot path, a memcpy per (row, head) run when the token rows are contiguous on both
+// sides, element by element otherwise. Both may be views with any strides.
+// REQUIRES: same dtype, equal B, KH and D, ranges within bounds (validated by the caller);
+// src and dst do not overlap.
+void CopyTokens(const Tensor& src, int64_t src_first, int64_t count, const Tensor& dst,
+                int64_t dst_slot);
+
 // Writes the last min(S, W) tokens of `chunk` (.., S, D) into the ring `buffer` (.., W, D)
 // along dimension 2, token at position p into slot p % W, given `length_before` tokens were
 // appended before the chunk. Wraps in at most two copies.
-// REQUIRES: shapes agree outside dimension 2 (checked by the caller's validation).
-absl::Status WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
-                            int64_t window);
-
-// Positions 0..length-1 for every one of `batch` rows, (batch, length) row-major.
-std::vector<int64_t> SequentialPositions(int64_t batch, int64_t length);
+// REQUIRES: as CopyTokens.
+void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
+                    int64_t window);
 
 // Copy-on-write flag behind cheap Forks. Fork marks both caches (the original through a
 // mutable member, since Fork is const); the next write of either first copies the buffers.

@@ -1,7 +1,6 @@
 #include "src/cache/concat_cache.h"
 
 #include "src/base/status_macros.h"
-#include "src/cache/cache_buffers.h"
 #include "src/tensor/copy_ops.h"
 
 namespace kvcheck {
@@ -35,7 +34,7 @@ absl::Status ConcatCache::DoAppend(const Tensor& k, const Tensor& v,
 }
 
 CacheView ConcatCache::DoView() const {
-  return CacheView{k_, v_, cache_internal::SequentialPositions(shape()->batch, seq_len())};
+  return CacheView{k_, v_, {}};  // slot j holds position j
 }
 
 void ConcatCache::DoReset() {

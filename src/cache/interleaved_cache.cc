@@ -64,9 +64,9 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
       (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;
     }
   }
-  KV_RETURN_IF_ERROR(SliceSet(InterleavedHalf(target, /*is_value=*/false), k, 2, length));
-  const absl::Status v_written = SliceSet(InterleavedHalf(target, /*is_value=*/true), v, 2, length);
-  KV_CHECK_MSG(v_written.ok(), "interleaved: V write failed after K was written");
+  // Validated shapes: the copies cannot fail (CopyTokens checks), so K and V stay in step.
+  cache_internal::CopyTokens(k, 0, k.dim(2), InterleavedHalf(target, /*is_value=*/false), length);
+  cache_internal::CopyTokens(v, 0, v.dim(2), InterleavedHalf(target, /*is_value=*/true), length);
   if (!target.SharesStorageWith(buffer_)) share_.Clear();
   buffer_ = std::move(target);
   capacity_ = capacity;
@@ -76,14 +76,11 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
 
 CacheView InterleavedCache::DoView() const {
   const int64_t length = seq_len();
-  CacheView view;
-  view.k = *Narrow(InterleavedHalf(buffer_, /*is_value=*/false), 2, 0, length);
-  view.v = *Narrow(InterleavedHalf(buffer_, /*is_value=*/true), 2, 0, length);
-  view.positions = cache_internal::SequentialPositions(shape()->batch, length);
-  return view;
+  return CacheView{InterleavedHalf(buffer_, /*is_value=*/false).Narrowed(2, 0, length),
+                   InterleavedHalf(buffer_, /*is_value=*/true).Narrowed(2, 0, length), {}};
 }
 
-Tensor InterleavedCache::InterleavedView() const { return *Narrow(buffer_, 1, 0, seq_len()); }
+Tensor InterleavedCache::InterleavedView() const { return buffer_.Narrowed(1, 0, seq_len()); }
 
 void InterleavedCache::DoReset() {
   buffer_ = Tensor();

@@ -104,9 +104,4 @@ void KvCache::Reset() {
   row_lengths_.clear();
 }
 
-int64_t KvCache::row_seq_len(int64_t b) const {
-  if (!shape_.has_value()) return 0;
-  return row_lengths_[b];
-}
-
 }  // namespace kvcheck

@@ -52,9 +52,14 @@ struct CacheView {
   Tensor k;  // (B, KH, L, D)
   Tensor v;  // (B, KH, L, D)
   // (B, L) row-major: absolute position of slot j of batch row b; -1 marks an empty slot
-  // (its K/V are meaningless and attention must skip it).
+  // (its K/V are meaningless and attention must skip it). Empty when slot j holds position j
+  // in every row (no wrap, no per-row lengths): the common case costs no table, and attention
+  // treats empty kv_positions the same way.
   std::vector<int64_t> positions;
   int64_t length() const { return k.rank() == 4 ? k.dim(2) : 0; }
+  int64_t position(int64_t b, int64_t j) const {
+    return positions.empty() ? j : positions[b * length() + j];
+  }
 };
 
 // The shape fixed by the first append.
@@ -98,7 +103,7 @@ class KvCache {
   // last reset.
   int64_t seq_len() const { return row_seq_len(0); }
   // REQUIRES: 0 <= b < B once the shape is fixed; 0 before the first append.
-  int64_t row_seq_len(int64_t b) const;
+  int64_t row_seq_len(int64_t b) const { return shape_.has_value() ? row_lengths_[b] : 0; }
   // Slots per row in the current buffers (0 before the first append).
   virtual int64_t capacity() const = 0;
   virtual bool supports_inactive_rows() const { return false; }

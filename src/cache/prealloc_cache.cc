@@ -31,36 +31,37 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   const KvShape& shape = *this->shape();
   const int64_t length = seq_len();
   const int64_t needed = length + k.dim(2);  // <= 2 * kMaxSequenceLength: no overflow
-  Tensor k_target = k_buffer_, v_target = v_buffer_;
-  int64_t capacity = capacity_;
-  CacheCounters counters = counters_;
-  const bool grow = capacity_ == 0 || needed > capacity_;
-  if (grow || share_.shared()) {
-    // New buffers: first allocation, geometric growth, or copy-on-write after a Fork.
-    // Everything happens on locals; members change only once nothing can fail.
-    if (capacity_ == 0) {
-      capacity = std::max(initial_capacity_, needed);
-    } else if (grow) {
-      capacity = std::max(needed, 2 * capacity_);
-    }
-    const int64_t dims[] = {shape.batch, shape.num_kv_heads, capacity, shape.head_dim};
-    KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
-    KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
-    if (length > 0) {
-      KV_ASSIGN_OR_RETURN(Tensor k_old, Narrow(k_buffer_, 2, 0, length));
-      KV_ASSIGN_OR_RETURN(Tensor v_old, Narrow(v_buffer_, 2, 0, length));
-      KV_RETURN_IF_ERROR(SliceSet(k_target, k_old, 2, 0));
-      KV_RETURN_IF_ERROR(SliceSet(v_target, v_old, 2, 0));
-      const int64_t copied = 2 * k_old.num_elements() * DTypeSize(shape.dtype);
-      (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;
-    }
+  if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
+    // The common decode step: write in place, nothing to allocate or copy. Shapes were
+    // validated by KvCache::AppendActive, so the copies cannot fail (and check that).
+    cache_internal::CopyTokens(k, 0, k.dim(2), k_buffer_, length);
+    cache_internal::CopyTokens(v, 0, v.dim(2), v_buffer_, length);
+    return absl::OkStatus();
   }
-  // Shapes were validated by KvCache::AppendActive, so neither write can fail; check it so
-  // that K and V can never get out of step.
-  KV_RETURN_IF_ERROR(SliceSet(k_target, k, 2, length));
-  const absl::Status v_written = SliceSet(v_target, v, 2, length);
-  KV_CHECK_MSG(v_written.ok(), "prealloc: V write failed after K was written");
-  if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
+  // New buffers: first allocation, geometric growth, or copy-on-write after a Fork. The work
+  // happens on locals; members change only once nothing can fail.
+  const bool grow = capacity_ == 0 || needed > capacity_;
+  int64_t capacity = capacity_;
+  if (capacity_ == 0) {
+    capacity = std::max(initial_capacity_, needed);
+  } else if (grow) {
+    capacity = std::max(needed, 2 * capacity_);
+  }
+  CacheCounters counters = counters_;
+  const int64_t dims[] = {shape.batch, shape.num_kv_heads, capacity, shape.head_dim};
+  KV_ASSIGN_OR_RETURN(Tensor k_target, AllocateBuffer(shape.dtype, dims, counters));
+  KV_ASSIGN_OR_RETURN(Tensor v_target, AllocateBuffer(shape.dtype, dims, counters));
+  if (length > 0) {
+    KV_ASSIGN_OR_RETURN(Tensor k_old, Narrow(k_buffer_, 2, 0, length));
+    KV_ASSIGN_OR_RETURN(Tensor v_old, Narrow(v_buffer_, 2, 0, length));
+    KV_RETURN_IF_ERROR(SliceSet(k_target, k_old, 2, 0));
+    KV_RETURN_IF_ERROR(SliceSet(v_target, v_old, 2, 0));
+    const int64_t copied = 2 * k_old.num_elements() * DTypeSize(shape.dtype);
+    (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;
+  }
+  cache_internal::CopyTokens(k, 0, k.dim(2), k_target, length);
+  cache_internal::CopyTokens(v, 0, v.dim(2), v_target, length);
+  share_.Clear();
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
   capacity_ = capacity;
@@ -70,11 +71,7 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
 
 CacheView PreallocCache::DoView() const {
   const int64_t length = seq_len();
-  CacheView view;
-  view.k = *Narrow(k_buffer_, 2, 0, length);
-  view.v = *Narrow(v_buffer_, 2, 0, length);
-  view.positions = cache_internal::SequentialPositions(shape()->batch, length);
-  return view;
+  return CacheView{k_buffer_.Narrowed(2, 0, length), v_buffer_.Narrowed(2, 0, length), {}};
 }
 
 void PreallocCache::DoReset() {

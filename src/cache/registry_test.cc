@@ -57,7 +57,7 @@ class CacheContractTest
   void ExpectConsistent(const CacheView& view, int64_t appended) const {
     ASSERT_EQ(view.length(), Visible(appended));
     std::vector<int64_t> seen;
-    for (int64_t j = 0; j < view.length(); ++j) seen.push_back(view.positions[j]);
+    for (int64_t j = 0; j < view.length(); ++j) seen.push_back(view.position(0, j));
     std::sort(seen.begin(), seen.end());
     std::vector<int64_t> expected(Visible(appended));
     std::iota(expected.begin(), expected.end(), appended - Visible(appended));
@@ -65,7 +65,7 @@ class CacheContractTest
     for (int64_t b = 0; b < view.k.dim(0); ++b)
       for (int64_t h = 0; h < view.k.dim(1); ++h)
         for (int64_t j = 0; j < view.length(); ++j) {
-          const int64_t p = view.positions[b * view.length() + j];
+          const int64_t p = view.position(b, j);
           EXPECT_EQ(view.k.GetFloat({b, h, j, 1}), Expected(b, h, p, 1, dtype()));
           EXPECT_EQ(view.v.GetFloat({b, h, j, 2}), Expected(b, h, p, 2, dtype()));
         }

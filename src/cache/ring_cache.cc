@@ -44,9 +44,9 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
     }
   }
   const int64_t length = seq_len();
-  KV_RETURN_IF_ERROR(WriteRingChunk(k_target, k, length, window_));
-  const absl::Status v_written = WriteRingChunk(v_target, v, length, window_);
-  KV_CHECK_MSG(v_written.ok(), "ring: V write failed after K was written");
+  // Validated shapes: the copies cannot fail (CopyTokens checks), so K and V stay in step.
+  WriteRingChunk(k_target, k, length, window_);
+  WriteRingChunk(v_target, v, length, window_);
   if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
@@ -58,13 +58,13 @@ CacheView RingCache::DoView() const {
   const int64_t length = seq_len();
   const int64_t visible = std::min(length, window_);
   CacheView view;
-  view.k = *Narrow(k_buffer_, 2, 0, visible);
-  view.v = *Narrow(v_buffer_, 2, 0, visible);
+  view.k = k_buffer_.Narrowed(2, 0, visible);
+  view.v = v_buffer_.Narrowed(2, 0, visible);
+  if (length <= window_) return view;  // not wrapped yet: slot j holds position j
   view.positions.resize(shape()->batch * visible);
   for (int64_t b = 0; b < shape()->batch; ++b) {
     for (int64_t slot = 0; slot < visible; ++slot) {
-      view.positions[b * visible + slot] =
-          length < window_ ? slot : RingSlotPosition(slot, length, window_);
+      view.positions[b * visible + slot] = RingSlotPosition(slot, length, window_);
     }
   }
   return view;

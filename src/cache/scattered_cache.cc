@@ -42,17 +42,12 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
       counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
     }
   }
-  // Rows are disjoint slices of the buffer: write each active row into its own ring. The
-  // views below cannot fail for validated shapes; K and V of a row are written together.
+  // Rows are disjoint slices of the buffer: write each active row into its own ring. Shapes
+  // were validated, so neither the views nor the copies can fail.
   for (int64_t b = 0; b < shape.batch; ++b) {
     if (!active.empty() && !active[b]) continue;
-    const Tensor k_row = *Narrow(k_target, 0, b, 1);
-    const Tensor v_row = *Narrow(v_target, 0, b, 1);
-    const absl::Status k_written = WriteRingChunk(k_row, *Narrow(k, 0, b, 1), row_seq_len(b),
-                                                  window_);
-    const absl::Status v_written = WriteRingChunk(v_row, *Narrow(v, 0, b, 1), row_seq_len(b),
-                                                  window_);
-    KV_CHECK_MSG(k_written.ok() && v_written.ok(), "scattered: validated row write failed");
+    WriteRingChunk(k_target.Narrowed(0, b, 1), k.Narrowed(0, b, 1), row_seq_len(b), window_);
+    WriteRingChunk(v_target.Narrowed(0, b, 1), v.Narrowed(0, b, 1), row_seq_len(b), window_);
   }
   if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
   k_buffer_ = std::move(k_target);
@@ -67,8 +62,8 @@ CacheView ScatteredCache::DoView() const {
   for (int64_t b = 0; b < batch; ++b) visible = std::max(visible, std::min(row_seq_len(b), window_));
   CacheView view;
   view.positions.assign(batch * visible, -1);
-  view.k = *Narrow(k_buffer_, 2, 0, visible);
-  view.v = *Narrow(v_buffer_, 2, 0, visible);
+  view.k = k_buffer_.Narrowed(2, 0, visible);
+  view.v = v_buffer_.Narrowed(2, 0, visible);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = row_seq_len(b);
     for (int64_t slot = 0; slot < std::min(length, window_); ++slot) {

@@ -127,7 +127,8 @@ absl::Status SliceSet(const Tensor& dst, const Tensor& src, int dim, int64_t off
         dim, " of size ", dst.dim(dim), " (destination shape ", DimsToString(dst.shape()), ")"));
   }
   if (src.num_elements() == 0) return absl::OkStatus();
-  KV_ASSIGN_OR_RETURN(Tensor target, Narrow(dst, dim, offset, src.dim(dim)));
+  KV_ASSIGN_OR_RETURN(Tensor target,
+                      Tensor::View(dst.storage(), dst.layout().Narrowed(dim, offset, src.dim(dim))));
   // Overlapping source and target would read already-written elements: read src first.
   const Tensor source = src.SharesStorageWith(dst) ? src.DeepCopy() : src;
   CopyElements(source, target);

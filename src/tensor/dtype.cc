@@ -17,8 +17,6 @@ const char* DTypeName(DType dtype) {
   return "unknown";
 }
 
-int DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
-
 double DTypeUnitRoundoff(DType dtype) {
   switch (dtype) {
     case DType::kF16:

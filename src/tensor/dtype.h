@@ -24,7 +24,7 @@ inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 const char* DTypeName(DType dtype);
 
 // Bytes per element: 4 or 2.
-int DTypeSize(DType dtype);
+constexpr int DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
 // Unit roundoff of the format: 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16).
 double DTypeUnitRoundoff(DType dtype);

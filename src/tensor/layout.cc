@@ -40,6 +40,10 @@ Dims ContiguousStrides(absl::Span<const int64_t> shape) {
 }
 
 absl::StatusOr<Layout> Layout::Contiguous(absl::Span<const int64_t> shape) {
+  if (shape.size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("layout: rank ", shape.size(), " of shape ",
+                                                   DimsToString(shape), " exceeds ", kMaxRank));
+  }
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) {
       return absl::InvalidArgumentError(absl::StrCat("layout: dimension ", d, " of shape ",
@@ -61,6 +65,10 @@ absl::StatusOr<Layout> Layout::Strided(absl::Span<const int64_t> shape,
                                                    " has rank ", shape.size(), " but strides ",
                                                    DimsToString(strides), " have rank ",
                                                    strides.size()));
+  }
+  if (shape.size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("layout: rank ", shape.size(), " of shape ",
+                                                   DimsToString(shape), " exceeds ", kMaxRank));
   }
   if (offset < 0) {
     return absl::InvalidArgumentError(absl::StrCat("layout: offset ", offset, " is negative"));

@@ -17,14 +17,13 @@
 #include <cstdint>
 #include <string>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "src/base/check.h"
+#include "src/tensor/dims.h"
 
 namespace kvcheck {
 
-// Shape or strides: one int64_t per dimension, outermost first.
-using Dims = absl::InlinedVector<int64_t, 6>;
 
 // "[1, 3, 4, 64]".
 std::string DimsToString(absl::Span<const int64_t> dims);
@@ -35,12 +34,13 @@ class Layout {
   Layout() = default;
 
   // Row-major contiguous layout of `shape` at offset 0.
-  // Errors: kInvalidArgument for a negative dimension or an element count over int64_t.
+  // Errors: kInvalidArgument for a rank over kMaxRank, a negative dimension or an element
+  // count over int64_t.
   static absl::StatusOr<Layout> Contiguous(absl::Span<const int64_t> shape);
 
   // Arbitrary strided layout.
-  // Errors: kInvalidArgument when ranks differ, a dimension, stride or the offset is
-  // negative, or the element count / largest offset overflows int64_t.
+  // Errors: kInvalidArgument when ranks differ or exceed kMaxRank, a dimension, stride or the
+  // offset is negative, or the element count / largest offset overflows int64_t.
   static absl::StatusOr<Layout> Strided(absl::Span<const int64_t> shape,
                                         absl::Span<const int64_t> strides, int64_t offset);
 
@@ -59,6 +59,34 @@ class Layout {
   // Number of storage elements a buffer must hold for every element of this view to be in
   // range: offset + sum((dim - 1) * stride) + 1, or 0 for an empty view.
   int64_t required_storage() const { return required_storage_; }
+
+  // The shape [0] with stride [1]: the layout of a tensor without storage.
+  static Layout EmptyVector() { return Layout(Dims{0}, Dims{1}, 0, 0, 0); }
+
+  // Elements [start, start + length) of dimension `dim`: a sub-window of a valid layout is
+  // valid, so this needs no overflow checks (ops validate the arguments, then call it).
+  // REQUIRES: 0 <= dim < rank(), 0 <= start, 0 <= length, start + length <= dim(dim).
+  Layout Narrowed(int dim, int64_t start, int64_t length) const {
+    Layout narrowed = *this;
+    narrowed.Narrow(dim, start, length);
+    return narrowed;
+  }
+  // The same, in place (views are made on every append: this avoids copying the layout
+  // through temporaries).
+  void Narrow(int dim, int64_t start, int64_t length) {
+    KV_CHECK(dim >= 0 && dim < rank() && start >= 0 && length >= 0 &&
+             start <= shape_[dim] - length);
+    const int64_t old_size = shape_[dim];
+    shape_[dim] = length;
+    num_elements_ = old_size == 0 ? 0 : num_elements_ / old_size * length;
+    if (num_elements_ == 0) {
+      required_storage_ = 0;
+      return;
+    }
+    offset_ += start * strides_[dim];
+    // The old last element minus the part of dimension `dim` that was cut off.
+    required_storage_ -= (old_size - length - start) * strides_[dim];
+  }
 
   // Storage offset of the element at `index` (one entry per dimension).
   // REQUIRES: index.size() == rank() and 0 <= index[d] < dim(d).

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -63,6 +64,33 @@ TEST(Layout, RejectsNegativeAndOverflowingSizes) {
   EXPECT_THAT(Layout::Strided({3}, {max / 2 + 1}, 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("largest offset")));
   EXPECT_THAT(Layout::Strided({2}, {1}, max), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(Layout, RejectsRanksAboveTheMaximum) {
+  const std::vector<int64_t> too_many(kMaxRank + 1, 1);
+  EXPECT_THAT(Layout::Contiguous(too_many),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank")));
+  EXPECT_THAT(Layout::Strided(too_many, too_many, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_OK(Layout::Contiguous(std::vector<int64_t>(kMaxRank, 2)));
+}
+
+// Narrowed keeps every invariant the factories compute (checked against Strided).
+TEST(Layout, NarrowedMatchesAFreshlyValidatedLayout) {
+  const Layout base = *Layout::Strided({3, 5, 4}, {40, 8, 1}, 7);
+  for (int dim = 0; dim < 3; ++dim) {
+    for (int64_t start = 0; start <= base.dim(dim); ++start) {
+      for (int64_t length = 0; start + length <= base.dim(dim); ++length) {
+        const Layout narrowed = base.Narrowed(dim, start, length);
+        Dims shape = base.shape();
+        shape[dim] = length;
+        const Layout fresh = *Layout::Strided(
+            shape, base.strides(), base.offset() + (length > 0 ? start * base.stride(dim) : 0));
+        EXPECT_EQ(narrowed.num_elements(), fresh.num_elements());
+        EXPECT_EQ(narrowed.required_storage(), fresh.required_storage());
+        if (length > 0) EXPECT_EQ(narrowed.offset(), fresh.offset());
+      }
+    }
+  }
 }
 
 TEST(Layout, RequiredStorageAndOffsets) {

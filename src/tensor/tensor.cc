@@ -9,7 +9,7 @@
 
 namespace kvcheck {
 
-Tensor::Tensor() : layout_(*Layout::Contiguous({0})) {}
+Tensor::Tensor() : layout_(Layout::EmptyVector()) {}
 
 absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, absl::Span<const int64_t> shape) {
   KV_ASSIGN_OR_RETURN(Layout layout, Layout::Contiguous(shape));

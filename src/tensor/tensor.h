@@ -63,6 +63,16 @@ class Tensor {
     return storage_ != nullptr && storage_ == other.storage_;
   }
 
+  // The view of elements [start, start + length) of dimension `dim` (same storage), without
+  // the error handling of Narrow (view_ops.h): for callers whose arguments are valid by
+  // construction, on hot paths.
+  // REQUIRES: 0 <= dim < rank(), 0 <= start, 0 <= length, start + length <= dim(dim) (checked).
+  Tensor Narrowed(int dim, int64_t start, int64_t length) const {
+    Tensor view = *this;
+    view.layout_.Narrow(dim, start, length);
+    return view;
+  }
+
   // A contiguous tensor with new storage and the same element bits.
   Tensor DeepCopy() const;
 

@@ -89,11 +89,7 @@ absl::StatusOr<Tensor> Narrow(const Tensor& tensor, int dim, int64_t start, int6
                                               " exceeds dimension ", dim, " of size ", size,
                                               " (shape ", DimsToString(tensor.shape()), ")"));
   }
-  Dims shape = tensor.shape();
-  shape[dim] = length;
-  // start * stride <= (size - 1) * stride, which Layout already proved fits in int64_t.
-  const int64_t offset = tensor.layout().offset() + (length > 0 ? start * tensor.strides()[dim] : 0);
-  return WithLayout(tensor, shape, tensor.strides(), offset);
+  return tensor.Narrowed(dim, start, length);
 }
 
 absl::StatusOr<Tensor> Transpose(const Tensor& tensor, int dim0, int dim1) {
