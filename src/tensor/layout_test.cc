@@ -87,7 +87,9 @@ TEST(Layout, NarrowedMatchesAFreshlyValidatedLayout) {
             shape, base.strides(), base.offset() + (length > 0 ? start * base.stride(dim) : 0));
         EXPECT_EQ(narrowed.num_elements(), fresh.num_elements());
         EXPECT_EQ(narrowed.required_storage(), fresh.required_storage());
-        if (length > 0) EXPECT_EQ(narrowed.offset(), fresh.offset());
+        if (length > 0) {
+          EXPECT_EQ(narrowed.offset(), fresh.offset());
+        }
       }
     }
   }
