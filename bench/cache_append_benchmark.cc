@@ -63,42 +63,42 @@ void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy) {
   ReportPerStep(state);
 }
 
-// The floor: the same bytes copied row by row (one 256-byte row per head) into freshly
-// allocated, zeroed (1, KH, Cap, D) buffers at the current position, with no bookkeeping.
-// The buffers are made anew (untimed) every iteration, as the caches' are, so both write
-// into memory in the same state.
+// The floor: the same bytes memcpy'd row by row (one 256-byte row per head) into the same
+// places, with no bookkeeping: the buffers of freshly prefilled prealloc caches, made
+// (untimed) exactly as for BM_AppendDecode, so both write into memory in the same state.
 void BM_MemcpySameBytes(benchmark::State& state) {
-  constexpr int64_t kCapacity = 512;
+  const CacheStrategy* prealloc = FindCacheStrategy("prealloc");
+  const Tensor prefill_k = Filled(kPrefill, 1.0f), prefill_v = Filled(kPrefill, 2.0f);
   const std::vector<float> k_row(kKvHeads * kHeadDim, 3.0f), v_row(kKvHeads * kHeadDim, 4.0f);
-  // A run-time size, as a cache has: the compiler may not turn the copy into inline stores.
-  int64_t head_dim = kHeadDim;
-  benchmark::DoNotOptimize(head_dim);
-  const size_t row_bytes = head_dim * sizeof(float);
   for (auto _ : state) {
     state.PauseTiming();
-    std::vector<std::vector<float>> k(kLayers), v(kLayers);
+    std::vector<std::unique_ptr<KvCache>> layers;
+    std::vector<CacheView> views;
     for (int64_t l = 0; l < kLayers; ++l) {
-      k[l].assign(kKvHeads * kCapacity * kHeadDim, 0.0f);
-      v[l].assign(kKvHeads * kCapacity * kHeadDim, 0.0f);
+      layers.push_back(*prealloc->create({.initial_capacity = 512}));
+      views.push_back(*layers.back()->Append(prefill_k, prefill_v));
     }
+    // Row (h, position) of a (1, KH, Cap, D) buffer whose view starts at `base`.
+    auto row = [](const Tensor& view, int64_t h, int64_t position) {
+      return view.data<float>() + h * view.strides()[1] + position * view.strides()[2];
+    };
+    const size_t row_bytes = views[0].k.dim(3) * sizeof(float);  // a run-time size
     state.ResumeTiming();
     for (int64_t step = 0; step < kDecodeSteps; ++step) {
       const int64_t position = kPrefill + step;
-      for (int64_t l = 0; l < kLayers; ++l) {
+      for (const CacheView& view : views) {
         for (int64_t h = 0; h < kKvHeads; ++h) {
-          std::memcpy(&k[l][(h * kCapacity + position) * kHeadDim], &k_row[h * kHeadDim],
-                      row_bytes);
+          std::memcpy(row(view.k, h, position), &k_row[h * kHeadDim], row_bytes);
         }
         for (int64_t h = 0; h < kKvHeads; ++h) {
-          std::memcpy(&v[l][(h * kCapacity + position) * kHeadDim], &v_row[h * kHeadDim],
-                      row_bytes);
+          std::memcpy(row(view.v, h, position), &v_row[h * kHeadDim], row_bytes);
         }
       }
       benchmark::ClobberMemory();
     }
     state.PauseTiming();
-    k.clear();
-    v.clear();
+    views.clear();
+    layers.clear();
     state.ResumeTiming();
   }
   ReportPerStep(state);
@@ -117,5 +117,6 @@ const bool registered = [] {
 
 }  // namespace
 }  // namespace kvcheck
+
 
 BENCHMARK_MAIN();

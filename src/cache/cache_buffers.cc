@@ -71,6 +71,22 @@ void CopyTokens(const Tensor& src, int64_t src_first, int64_t count, const Tenso
   }
 }
 
+void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot) {
+  if (buffer.rank() != 4 || slot < 0 || slot >= buffer.dim(2)) return;
+  const int64_t size = DTypeSize(buffer.dtype());
+  const Dims& strides = buffer.strides();
+  const int64_t row_bytes = buffer.dim(3) * strides[3] * size;
+  const std::byte* base = buffer.storage()->bytes() + (buffer.layout().offset() + slot * strides[2]) * size;
+  for (int64_t b = 0; b < buffer.dim(0); ++b) {
+    for (int64_t h = 0; h < buffer.dim(1); ++h) {
+      const std::byte* row = base + (b * strides[0] + h * strides[1]) * size;
+      for (int64_t offset = 0; offset < row_bytes; offset += 64) {
+        __builtin_prefetch(row + offset, /*rw=*/1, /*locality=*/3);
+      }
+    }
+  }
+}
+
 void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
                     int64_t window) {
   const int64_t seq = chunk.dim(2);

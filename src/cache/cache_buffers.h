@@ -42,6 +42,13 @@ inline int64_t RingSlotPosition(int64_t slot, int64_t length, int64_t window) {
 void CopyTokens(const Tensor& src, int64_t src_first, int64_t count, const Tensor& dst,
                 int64_t dst_slot);
 
+// Asks the CPU to fetch, for writing, the cache lines of slot `slot` of `buffer`
+// (B, KH, Cap, D) for every batch row and head: the next decode step writes there. A slot
+// row of a fresh buffer is rarely in cache, and the refcount updates of the returned views
+// (locked instructions) wait for pending stores, so without the prefetch every append pays a
+// full memory round trip. A no-op if slot is out of range.
+void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot);
+
 // Writes the last min(S, W) tokens of `chunk` (.., S, D) into the ring `buffer` (.., W, D)
 // along dimension 2, token at position p into slot p % W, given `length_before` tokens were
 // appended before the chunk. Wraps in at most two copies.

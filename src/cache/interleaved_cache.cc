@@ -45,6 +45,17 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   const KvShape& shape = *this->shape();
   const int64_t length = seq_len();
   const int64_t needed = length + k.dim(2);
+  if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
+    // The common step: write in place (validated shapes: the copies cannot fail), then start
+    // fetching the position row the next step writes.
+    const Tensor k_half = InterleavedHalf(buffer_, /*is_value=*/false);
+    const Tensor v_half = InterleavedHalf(buffer_, /*is_value=*/true);
+    cache_internal::CopyTokens(k, 0, k.dim(2), k_half, length);
+    cache_internal::CopyTokens(v, 0, v.dim(2), v_half, length);
+    cache_internal::PrefetchSlotForWrite(k_half, needed);
+    cache_internal::PrefetchSlotForWrite(v_half, needed);
+    return absl::OkStatus();
+  }
   Tensor target = buffer_;
   int64_t capacity = capacity_;
   CacheCounters counters = counters_;

@@ -36,6 +36,8 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
     // validated by KvCache::AppendActive, so the copies cannot fail (and check that).
     cache_internal::CopyTokens(k, 0, k.dim(2), k_buffer_, length);
     cache_internal::CopyTokens(v, 0, v.dim(2), v_buffer_, length);
+    cache_internal::PrefetchSlotForWrite(k_buffer_, needed);
+    cache_internal::PrefetchSlotForWrite(v_buffer_, needed);
     return absl::OkStatus();
   }
   // New buffers: first allocation, geometric growth, or copy-on-write after a Fork. The work

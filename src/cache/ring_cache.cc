@@ -30,6 +30,17 @@ std::unique_ptr<KvCache> RingCache::Fork() const {
 absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
                                  absl::Span<const bool> /*active: all rows*/) {
   const KvShape& shape = *this->shape();
+  const int64_t length = seq_len();
+  const int64_t next_slot = (length + k.dim(2)) % window_;
+  if (k_buffer_.rank() == 4 && !share_.shared()) {
+    // The common step: write in place (validated shapes: the copies cannot fail), then start
+    // fetching the slot the next step writes.
+    WriteRingChunk(k_buffer_, k, length, window_);
+    WriteRingChunk(v_buffer_, v, length, window_);
+    cache_internal::PrefetchSlotForWrite(k_buffer_, next_slot);
+    cache_internal::PrefetchSlotForWrite(v_buffer_, next_slot);
+    return absl::OkStatus();
+  }
   Tensor k_target = k_buffer_, v_target = v_buffer_;
   CacheCounters counters = counters_;
   if (k_buffer_.rank() != 4 || share_.shared()) {
@@ -43,7 +54,6 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
       counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
     }
   }
-  const int64_t length = seq_len();
   // Validated shapes: the copies cannot fail (CopyTokens checks), so K and V stay in step.
   WriteRingChunk(k_target, k, length, window_);
   WriteRingChunk(v_target, v, length, window_);
