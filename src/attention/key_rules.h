@@ -18,8 +18,8 @@ namespace kvcheck::attention_internal {
 class RowPositions {
  public:
   RowPositions(const AttentionParams& params, const AttentionShape& shape, int64_t b)
-      : q_(params.q_positions.empty() ? nullptr : &params.q_positions[b * shape.q_len]),
-        k_(params.kv_positions.empty() ? nullptr : &params.kv_positions[b * shape.kv_len]),
+      : q_(params.q_positions.empty() ? nullptr : params.q_positions.data() + b * shape.q_len),
+        k_(params.kv_positions.empty() ? nullptr : params.kv_positions.data() + b * shape.kv_len),
         default_q0_(shape.kv_len - shape.q_len) {}
   int64_t query(int64_t i) const { return q_ != nullptr ? q_[i] : default_q0_ + i; }
   int64_t key(int64_t j) const { return k_ != nullptr ? k_[j] : j; }

@@ -88,8 +88,8 @@ absl::StatusOr<Tensor> NaiveAttention(const Tensor& q, const Tensor& k, const Te
       }
       // Softmax per row over the allowed keys, then out = P v over the allowed keys only.
       for (int64_t i = 0; i < Sq; ++i) {
-        float* row = &scores[i * Skv];
-        const char* ok = &allowed[i * Skv];
+        float* row = scores.data() + i * Skv;
+        const char* ok = allowed.data() + i * Skv;
         float max = -std::numeric_limits<float>::infinity();
         bool any = false, nan = false;
         for (int64_t j = 0; j < Skv; ++j) {
