@@ -110,6 +110,10 @@ int Run() {
     std::printf("%-12s %-6s %8d %10lld  %s\n", parts[1].c_str(), parts[2].c_str(), o.cases,
                 static_cast<long long>(stats->second.commands), o.passed ? "PASS" : "FAIL");
   }
+  if (!suite.kernel_stats->empty()) {
+    std::printf("\nAttention kernels against the reference (observed error / bound):\n%s",
+                properties::FormatKernelStats(*suite.kernel_stats).c_str());
+  }
   if (suite.soundness->problems > 0) {
     std::printf("\nError-bound tightness (observed error / bound, straightforward f32 "
                 "attention):\n%s",

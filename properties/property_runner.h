@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct PropertySpec {
   std::function<void()> body;
   int max_size = 100;  // RapidCheck's size ramp ends here (e.g. caps command sequences)
 };
+
+// gtest prints a parameterised test's parameter with this.
+inline void PrintTo(const PropertySpec& spec, std::ostream* os) { *os << spec.name; }
 
 struct RunOptions {
   uint64_t seed = 20261129;   // fixed default: CI runs are deterministic

@@ -14,6 +14,10 @@ Suite DefaultSuite() {
     spec.default_cases = std::max(1, spec.default_cases / 2);
     suite.properties.push_back(std::move(spec));
   }
+  for (PropertySpec& spec : AttentionProperties(suite.kernel_stats.get())) {
+    spec.default_cases = std::max(1, spec.default_cases / 3);
+    suite.properties.push_back(std::move(spec));
+  }
   return suite;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "properties/attention_properties.h"
 #include "properties/bound_soundness.h"
 #include "properties/cache_properties.h"
 #include "properties/property_runner.h"
@@ -20,11 +21,14 @@ struct Suite {
   std::unique_ptr<SoundnessStats> soundness = std::make_unique<SoundnessStats>();
   // Commands each cache state machine executed, keyed by property name.
   std::unique_ptr<CacheMachineStatsMap> cache_stats = std::make_unique<CacheMachineStatsMap>();
+  // Observed/bound ratios of every attention kernel, per dtype.
+  std::unique_ptr<KernelStatsMap> kernel_stats = std::make_unique<KernelStatsMap>();
 };
 
 // The default kvcheck run: reference soundness (a few hundred problems), the tensor-op
 // properties, then the cache state machine of every registered strategy x dtype (half the
-// cases of the test suite's run) and the growth laws.
+// cases of the test suite's run) and the growth laws, then the attention kernel laws (naive
+// and CPU flash, a third of the test suite's cases).
 Suite DefaultSuite();
 
 }  // namespace kvcheck::properties

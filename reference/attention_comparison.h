@@ -31,6 +31,7 @@ class RatioStats {
 struct AttentionComparison {
   int64_t violations = 0;      // elements that break their expectation
   int64_t unbounded = 0;       // elements not checked (overflow regime)
+  int64_t not_checked = 0;     // elements of rows the reference left out
   RatioStats ratios;           // |actual - exact| / bound over kBounded elements
   std::string first_violation; // index, expectation, actual, exact and bound of the first one
   bool ok() const { return violations == 0; }

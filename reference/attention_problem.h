@@ -51,6 +51,11 @@ struct AttentionProblem {
   // The dtype the kernel writes its output in (rounded once at the end).
   DType output_dtype = DType::kF32;
 
+  // Rows to compute, as flat indices (b * H + h) * Sq + i; empty means all. The exact
+  // reference is slow, so large cases check a sample of rows; the others are reported as
+  // Expectation::kNotChecked.
+  std::vector<int64_t> checked_rows;
+
   int64_t QIndex(int64_t b, int64_t h, int64_t i, int64_t d) const {
     return ((b * num_heads + h) * q_len + i) * head_dim + d;
   }

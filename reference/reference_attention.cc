@@ -176,6 +176,8 @@ const char* ExpectationName(Expectation expectation) {
       return "non-finite";
     case Expectation::kUnbounded:
       return "unbounded";
+    case Expectation::kNotChecked:
+      return "not checked";
   }
   return "unknown";
 }
@@ -215,6 +217,11 @@ absl::Status ValidateAttentionProblem(const AttentionProblem& p) {
                      p.q_len, ", ", p.kv_len, ")");
     }
   }
+  for (int64_t row : p.checked_rows) {
+    if (row < 0 || row >= p.batch * p.num_heads * p.q_len) {
+      return invalid("checked row ", row, " is outside [0, B * H * Sq)");
+    }
+  }
   if ((!p.q_positions.empty() && p.q_positions.size() != static_cast<size_t>(p.batch * p.q_len)) ||
       (!p.kv_positions.empty() &&
        p.kv_positions.size() != static_cast<size_t>(p.batch * p.kv_len))) {
@@ -235,6 +242,16 @@ ReferenceAttention ComputeReferenceAttention(const AttentionProblem& problem,
   const Real scale = problem.scale.has_value()
                          ? Real(*problem.scale)
                          : Real(1) / sqrt(Real(problem.head_dim));
+  if (!problem.checked_rows.empty()) {
+    std::fill(out.expectation.begin(), out.expectation.end(), Expectation::kNotChecked);
+    for (int64_t row : problem.checked_rows) {
+      const int64_t i = row % problem.q_len;
+      const int64_t h = row / problem.q_len % problem.num_heads;
+      const int64_t b = row / problem.q_len / problem.num_heads;
+      ComputeRow(problem, b, h, i, scale, model, out);
+    }
+    return out;
+  }
   for (int64_t b = 0; b < problem.batch; ++b) {
     for (int64_t h = 0; h < problem.num_heads; ++h) {
       for (int64_t i = 0; i < problem.q_len; ++i) ComputeRow(problem, b, h, i, scale, model, out);

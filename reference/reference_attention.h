@@ -31,6 +31,7 @@ enum class Expectation : uint8_t {
   kNaN,        // actual is NaN
   kNonFinite,  // exact result is +-inf: actual is inf or NaN
   kUnbounded,  // beyond the bound's no-overflow assumption: not checked
+  kNotChecked, // a row left out by AttentionProblem::checked_rows
 };
 
 const char* ExpectationName(Expectation expectation);

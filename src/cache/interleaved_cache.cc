@@ -13,13 +13,14 @@ namespace kvcheck {
 using cache_internal::AllocateBuffer;
 
 Tensor InterleavedHalf(const Tensor& buffer, bool is_value) {
-  const int64_t batch = buffer.dim(0), capacity = buffer.dim(1), heads = buffer.dim(2),
-                head_dim = buffer.dim(3) / 2;
-  const int64_t shape[] = {batch, heads, capacity, head_dim};
-  const int64_t strides[] = {capacity * heads * 2 * head_dim, 2 * head_dim, heads * 2 * head_dim,
-                             1};
-  absl::StatusOr<Layout> layout =
-      Layout::Strided(shape, strides, buffer.layout().offset() + (is_value ? head_dim : 0));
+  // (B, L, KH, 2D) -> (B, KH, L, D): swap the position and head dimensions, keep the first
+  // (K) or second (V) half of the last; works on narrowed views of a buffer too.
+  const int64_t head_dim = buffer.dim(3) / 2;
+  const Dims& s = buffer.strides();
+  const int64_t shape[] = {buffer.dim(0), buffer.dim(2), buffer.dim(1), head_dim};
+  const int64_t strides[] = {s[0], s[2], s[1], s[3]};
+  absl::StatusOr<Layout> layout = Layout::Strided(
+      shape, strides, buffer.layout().offset() + (is_value ? head_dim * s[3] : 0));
   KV_CHECK(layout.ok());
   absl::StatusOr<Tensor> half = Tensor::View(buffer.storage(), *std::move(layout));
   KV_CHECK(half.ok());

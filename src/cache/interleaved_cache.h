@@ -48,7 +48,9 @@ class InterleavedCache : public KvCache {
   cache_internal::CopyOnWrite share_;
 };
 
-// K (is_value false) or V view of an interleaved buffer (B, Cap, KH, 2D) as (B, KH, Cap, D).
+// K (is_value false) or V view of an interleaved buffer (B, L, KH, 2D), or of any strided
+// view of one, as (B, KH, L, D).
+// REQUIRES: rank 4 with an even last dimension.
 Tensor InterleavedHalf(const Tensor& buffer, bool is_value);
 
 }  // namespace kvcheck

@@ -1,0 +1,307 @@
+#include "properties/attention_properties.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "properties/generators.h"
+#include "properties/kernel_case.h"
+#include "rapidcheck.h"
+#include "reference/reference_attention.h"
+#include "src/attention/flash_attention.h"
+#include "src/attention/naive_attention.h"
+#include "src/cache/ring_cache.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck::properties {
+namespace {
+
+using reference::AttentionComparison;
+using reference::ReferenceAttention;
+
+// The exact reference costs ~0.2 us per unit; this keeps a case under ~40 ms.
+constexpr int64_t kReferenceBudget = 200000;
+
+struct Kernel {
+  std::string name;
+  std::function<absl::StatusOr<Tensor>(const KernelInputs&)> run;
+};
+
+std::vector<Kernel> Kernels() {
+  auto flash = [](FlashOptions options) {
+    return [options](const KernelInputs& in) {
+      return FlashAttention(in.q, in.k, in.v, in.params, options);
+    };
+  };
+  return {
+      {"naive", [](const KernelInputs& in) { return NaiveAttention(in.q, in.k, in.v, in.params); }},
+      {"flash", flash({})},
+      {"flash/scalar", flash({.path = FlashPath::kScalar})},
+      {"flash/2 threads", flash({.num_threads = 2})},
+      {"flash/3 splits", flash({.num_threads = 1, .kv_splits = 3})},
+  };
+}
+
+KernelCase GenSampledCase(int64_t max_kv_len = 300) {
+  KernelCase c = *GenKernelCase(max_kv_len);
+  SampleCheckedRows(c, kReferenceBudget);
+  return c;
+}
+
+KernelInputs Inputs(const KernelCase& c) {
+  absl::StatusOr<KernelInputs> in = MakeKernelInputs(c);
+  RC_ASSERT(in.ok());
+  return *std::move(in);
+}
+
+// Runs `run` and compares with `exact`; fails the property with the kernel's name.
+AttentionComparison Check(const std::string& name, const KernelCase& c,
+                          const ReferenceAttention& exact, const absl::StatusOr<Tensor>& out) {
+  if (!out.ok()) RC_FAIL(absl::StrCat(name, " failed: ", out.status().ToString()));
+  const reference::AttentionProblem& p = c.problem;
+  AttentionComparison comparison = reference::CompareAttention(
+      out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
+  if (!comparison.ok()) RC_FAIL(absl::StrCat(name, ": ", comparison.first_violation));
+  return comparison;
+}
+
+void Record(KernelStatsMap* stats, const std::string& kernel, DType dtype,
+            const AttentionComparison& comparison) {
+  KernelStats& entry = (*stats)[{kernel, DTypeName(dtype)}];
+  ++entry.cases;
+  entry.ratios.Merge(comparison.ratios);
+}
+
+void Classify(const KernelCase& c) {
+  const reference::AttentionProblem& p = c.problem;
+  RC_TAG(c.positions_kind, p.q_len == 1 ? "decode" : "prefill");
+  RC_CLASSIFY(p.causal, "causal");
+  RC_CLASSIFY(p.window > 0, "window");
+  RC_CLASSIFY(!p.mask.empty(), "mask");
+  RC_CLASSIFY(!p.alibi_slopes.empty(), "alibi");
+  RC_CLASSIFY(p.softcap > 0, "softcap");
+  RC_CLASSIFY(p.num_heads != p.num_kv_heads, "gqa");
+  RC_CLASSIFY(p.kv_len == 0, "Skv = 0");
+}
+
+PropertySpec KernelsVsReference(KernelStatsMap* stats) {
+  return {"attention/kernels_vs_reference", 300, [stats] {
+            const KernelCase c = GenSampledCase();
+            const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
+            const KernelInputs in = Inputs(c);
+            for (const Kernel& kernel : Kernels()) {
+              Record(stats, kernel.name, c.problem.output_dtype,
+                     Check(kernel.name, c, exact, kernel.run(in)));
+            }
+            Classify(c);
+          }};
+}
+
+PropertySpec EverySimdTarget(KernelStatsMap* stats) {
+  return {"attention/flash_every_simd_target", 60, [stats] {
+            const KernelCase c = GenSampledCase(160);
+            const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
+            const KernelInputs in = Inputs(c);
+            for (const std::string& target : SupportedSimdTargets()) {
+              RC_ASSERT(PinSimdTarget(target));
+              const absl::StatusOr<Tensor> out = FlashAttention(in.q, in.k, in.v, in.params);
+              RC_ASSERT(PinSimdTarget(""));
+              Record(stats, "flash/" + target, c.problem.output_dtype,
+                     Check("flash/" + target, c, exact, out));
+            }
+          }};
+}
+
+// The last query row computed alone (decode) and as part of the block (prefill).
+PropertySpec DecodeEqualsPrefillLastRow() {
+  return {"attention/decode_equals_prefill_last_row", 100, [] {
+            KernelCase c = GenSampledCase(200);
+            reference::AttentionProblem& p = c.problem;
+            RC_PRE(p.q_len >= 2);
+            // Only the last row of every (b, h) is compared.
+            p.checked_rows.clear();
+            for (int64_t bh = 0; bh < p.batch * p.num_heads; ++bh) {
+              p.checked_rows.push_back(bh * p.q_len + p.q_len - 1);
+            }
+            const ReferenceAttention exact = reference::ComputeReferenceAttention(p);
+            KernelInputs in = Inputs(c);
+            const absl::StatusOr<Tensor> prefill = FlashAttention(in.q, in.k, in.v, in.params);
+            Check("prefill", c, exact, prefill);
+            // Decode: the last query row with its position and mask row.
+            KernelInputs last = in;
+            last.q = *Narrow(in.q, 2, p.q_len - 1, 1);
+            last.params.q_positions.clear();
+            for (int64_t b = 0; b < p.batch; ++b) {
+              last.params.q_positions.push_back(c.problem.q_positions.empty()
+                                                    ? p.kv_len - 1
+                                                    : p.q_positions[b * p.q_len + p.q_len - 1]);
+            }
+            if (in.params.mask.has_value()) last.params.mask = *Narrow(*in.params.mask, 2, p.q_len - 1, 1);
+            const absl::StatusOr<Tensor> decode =
+                FlashAttention(last.q, last.k, last.v, last.params);
+            RC_ASSERT(decode.ok());
+            const std::vector<float> prefill_values = prefill->ToFloats();
+            const std::vector<float> decode_values = decode->ToFloats();
+            for (int64_t bh = 0; bh < p.batch * p.num_heads; ++bh) {
+              for (int64_t d = 0; d < p.head_dim; ++d) {
+                const int64_t at = (bh * p.q_len + p.q_len - 1) * p.head_dim + d;
+                const float a = prefill_values[at], b = decode_values[bh * p.head_dim + d];
+                const double bound = 2 * exact.bound[at];
+                const bool same = (std::isnan(a) && std::isnan(b)) || a == b ||
+                                  std::fabs(static_cast<double>(a) - b) <= bound;
+                if (!same) {
+                  RC_FAIL(absl::StrFormat("row %d element %d: prefill %.9g, decode %.9g, 2x bound %.3g",
+                                          bh, d, a, b, bound));
+                }
+              }
+            }
+          }};
+}
+
+PropertySpec ThreadsAndSplits() {
+  return {"attention/threads_and_splits", 100, [] {
+            const KernelCase c = GenSampledCase();
+            const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
+            const KernelInputs in = Inputs(c);
+            const int threads = *Uniform(1, 5);
+            const int splits = *Uniform(0, 6);
+            const FlashOptions options{.num_threads = threads, .kv_splits = splits};
+            const absl::StatusOr<Tensor> first = FlashAttention(in.q, in.k, in.v, in.params, options);
+            Check(absl::StrCat("flash threads=", threads, " splits=", splits), c, exact, first);
+            const absl::StatusOr<Tensor> again = FlashAttention(in.q, in.k, in.v, in.params, options);
+            RC_ASSERT(again.ok());
+            RC_ASSERT(first->ToBits() == again->ToBits());  // repeatable bit for bit
+          }};
+}
+
+// Applies the batch permutation `order` (new row b = old row order[b]) to a case.
+KernelCase PermuteBatch(const KernelCase& c, const std::vector<int64_t>& order) {
+  const reference::AttentionProblem& p = c.problem;
+  KernelCase out = c;
+  reference::AttentionProblem& o = out.problem;
+  auto permute = [&](const std::vector<float>& values, int64_t per_row) {
+    std::vector<float> result(values.size());
+    for (int64_t b = 0; b < p.batch; ++b) {
+      std::copy_n(values.begin() + order[b] * per_row, per_row, result.begin() + b * per_row);
+    }
+    return result;
+  };
+  auto permute_positions = [&](const std::vector<int64_t>& values, int64_t per_row) {
+    if (values.empty()) return values;
+    std::vector<int64_t> result(values.size());
+    for (int64_t b = 0; b < p.batch; ++b) {
+      std::copy_n(values.begin() + order[b] * per_row, per_row, result.begin() + b * per_row);
+    }
+    return result;
+  };
+  o.q = permute(p.q, p.num_heads * p.q_len * p.head_dim);
+  o.k = permute(p.k, p.num_kv_heads * p.kv_len * p.head_dim);
+  o.v = permute(p.v, p.num_kv_heads * p.kv_len * p.head_dim);
+  o.q_positions = permute_positions(p.q_positions, p.q_len);
+  o.kv_positions = permute_positions(p.kv_positions, p.kv_len);
+  if (!p.mask.empty() && p.mask_batch == p.batch) {
+    o.mask = permute(p.mask, p.mask_heads * p.q_len * p.kv_len);
+    out.mask->values = o.mask;
+  }
+  out.q.values = o.q;
+  out.k.values = o.k;
+  out.v.values = o.v;
+  return out;
+}
+
+PropertySpec BatchPermutation() {
+  return {"attention/batch_permutation_permutes_outputs", 100, [] {
+            const KernelCase c = GenSampledCase(200);
+            RC_PRE(c.problem.batch >= 2);
+            std::vector<int64_t> order(c.problem.batch);
+            std::iota(order.begin(), order.end(), 0);
+            std::reverse(order.begin(), order.end());
+            const KernelCase permuted = PermuteBatch(c, order);
+            const KernelInputs a = Inputs(c), b = Inputs(permuted);
+            for (const Kernel& kernel : Kernels()) {
+              const absl::StatusOr<Tensor> out = kernel.run(a);
+              const absl::StatusOr<Tensor> out_permuted = kernel.run(b);
+              RC_ASSERT(out.ok() && out_permuted.ok());
+              for (int64_t row = 0; row < c.problem.batch; ++row) {
+                RC_ASSERT(Narrow(*out, 0, order[row], 1)->ToBits() ==
+                          Narrow(*out_permuted, 0, row, 1)->ToBits());
+              }
+            }
+          }};
+}
+
+// A ring cache of window W fed a history in chunks; the newest token's attention over what
+// it shows equals attention over the full history with a window of W.
+PropertySpec RingEqualsWindowedHistory() {
+  return {"attention/ring_cache_equals_windowed_history", 100, [] {
+            const DType dtype = *GenDType();
+            const int64_t batch = *Uniform<int64_t>(1, 3), kv_heads = *Uniform<int64_t>(1, 3);
+            const int64_t group = *Uniform<int64_t>(1, 4), head_dim = *rc::gen::element<int64_t>(1, 4, 8, 33, 64);
+            const int64_t window = *Uniform<int64_t>(1, 40), total = *Uniform<int64_t>(1, 120);
+            const std::vector<int64_t> kv_shape = {batch, kv_heads, total, head_dim};
+            const TensorSpec k = *GenTensorSpec(dtype, kv_shape, Values::kFinite, LayoutKind::kContiguous);
+            const TensorSpec v = *GenTensorSpec(dtype, kv_shape, Values::kFinite, LayoutKind::kContiguous);
+            const TensorSpec q = *GenTensorSpec(dtype, {batch, kv_heads * group, 1, head_dim},
+                                                Values::kFinite, LayoutKind::kContiguous);
+            const Tensor k_all = *Materialize(k), v_all = *Materialize(v), q_last = *Materialize(q);
+            std::unique_ptr<KvCache> ring = *RingCache::Create({.window = window});
+            CacheView view;
+            for (int64_t at = 0; at < total;) {
+              const int64_t chunk = std::min<int64_t>(total - at, *Uniform<int64_t>(1, 2 * window + 2));
+              view = *ring->Append(*Narrow(k_all, 2, at, chunk), *Narrow(v_all, 2, at, chunk));
+              at += chunk;
+            }
+            AttentionParams over_ring;
+            over_ring.causal = true;
+            over_ring.window = window;
+            over_ring.kv_positions = view.positions;
+            over_ring.q_positions.assign(batch, total - 1);
+            AttentionParams over_history;
+            over_history.causal = true;
+            over_history.window = window;
+            const absl::StatusOr<Tensor> a = FlashAttention(q_last, view.k, view.v, over_ring);
+            const absl::StatusOr<Tensor> b = FlashAttention(q_last, k_all, v_all, over_history);
+            RC_ASSERT(a.ok() && b.ok());
+            reference::AttentionProblem p;
+            p.batch = batch;
+            p.num_heads = kv_heads * group;
+            p.num_kv_heads = kv_heads;
+            p.q_len = 1;
+            p.kv_len = total;
+            p.head_dim = head_dim;
+            p.q = q.values;
+            p.k = k.values;
+            p.v = v.values;
+            p.causal = true;
+            p.window = window;
+            p.output_dtype = dtype;
+            const ReferenceAttention exact = reference::ComputeReferenceAttention(p);
+            const std::vector<int64_t> shape = {batch, p.num_heads, 1, head_dim};
+            const AttentionComparison ring_vs_exact = reference::CompareAttention(a->ToFloats(), exact, shape);
+            const AttentionComparison history_vs_exact = reference::CompareAttention(b->ToFloats(), exact, shape);
+            if (!ring_vs_exact.ok()) RC_FAIL(absl::StrCat("over the ring: ", ring_vs_exact.first_violation));
+            if (!history_vs_exact.ok()) RC_FAIL(absl::StrCat("over the history: ", history_vs_exact.first_violation));
+            RC_CLASSIFY(total > window, "wrapped");
+          }};
+}
+
+}  // namespace
+
+std::string FormatKernelStats(const KernelStatsMap& stats) {
+  std::string text = absl::StrFormat("%-20s %-6s %8s %12s %12s\n", "kernel", "dtype", "cases",
+                                     "max ratio", "median ratio");
+  for (const auto& [key, entry] : stats) {
+    absl::StrAppendFormat(&text, "%-20s %-6s %8d %12.3g %12.3g\n", key.first, key.second,
+                          entry.cases, entry.ratios.Max(), entry.ratios.Median());
+  }
+  return text;
+}
+
+std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats) {
+  return {KernelsVsReference(stats), EverySimdTarget(stats), DecodeEqualsPrefillLastRow(),
+          ThreadsAndSplits(), BatchPermutation(), RingEqualsWindowedHistory()};
+}
+
+}  // namespace kvcheck::properties

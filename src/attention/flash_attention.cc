@@ -1,0 +1,201 @@
+#include "src/attention/flash_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hwy/targets.h"
+#include "src/attention/flash_problem.h"
+#include "src/attention/key_rules.h"
+#include "src/base/status_macros.h"
+#include "src/base/thread_pool.h"
+#include "src/cache/interleaved_cache.h"
+#include "src/tensor/copy_ops.h"
+
+namespace kvcheck {
+namespace {
+
+using flash_internal::FlashProblem;
+using flash_internal::kMaxBlockRows;
+using flash_internal::Operand;
+using flash_internal::RowBlock;
+using flash_internal::RowState;
+
+Operand MakeOperand(const Tensor& t) {
+  Operand operand;
+  operand.dtype = t.dtype();
+  operand.base = t.storage() == nullptr
+                     ? nullptr
+                     : t.storage()->bytes() + t.layout().offset() * DTypeSize(t.dtype());
+  for (int d = 0; d < 4; ++d) operand.stride[d] = t.strides()[d];
+  return operand;
+}
+
+// Blocks of query rows sharing a KV head: the group's heads for a run of query positions
+// (so one K/V load serves them all), each over the keys any of its rows may see.
+std::vector<RowBlock> PlanBlocks(const FlashProblem& p) {
+  const AttentionShape& s = p.shape;
+  const int64_t group = s.group_size();
+  const int64_t heads_per_block = std::min<int64_t>(group, kMaxBlockRows);
+  const int64_t queries_per_block = std::max<int64_t>(1, kMaxBlockRows / heads_per_block);
+  // With default key positions and no mask, causal and window rules cut the key range.
+  const bool trim = p.kv_positions == nullptr && p.mask == nullptr;
+  std::vector<RowBlock> blocks;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t kv_head = 0; kv_head < s.num_kv_heads; ++kv_head) {
+      for (int64_t h0 = 0; h0 < group; h0 += heads_per_block) {
+        const int64_t heads = std::min(heads_per_block, group - h0);
+        for (int64_t i0 = 0; i0 < s.q_len; i0 += queries_per_block) {
+          RowBlock block;
+          block.batch = b;
+          block.kv_head = kv_head;
+          const int64_t queries = std::min(queries_per_block, s.q_len - i0);
+          int64_t lo = s.kv_len, hi = 0;
+          for (int64_t i = i0; i < i0 + queries; ++i) {
+            const int64_t qpos = p.QueryPosition(b, i);
+            for (int64_t h = h0; h < h0 + heads; ++h) {
+              block.head[block.num_rows] = kv_head * group + h;
+              block.query[block.num_rows] = i;
+              ++block.num_rows;
+            }
+            int64_t row_lo = 0, row_hi = s.kv_len;
+            if (trim && p.causal) row_hi = std::clamp<int64_t>(qpos + 1, 0, s.kv_len);
+            if (trim && p.window > 0) row_lo = std::clamp<int64_t>(qpos - p.window + 1, 0, s.kv_len);
+            if (trim && qpos < 0) row_lo = row_hi = 0;
+            if (row_lo < row_hi) {
+              lo = std::min(lo, row_lo);
+              hi = std::max(hi, row_hi);
+            }
+          }
+          block.key_begin = lo < hi ? lo : 0;
+          block.key_end = lo < hi ? hi : 0;
+          blocks.push_back(block);
+        }
+      }
+    }
+  }
+  return blocks;
+}
+
+absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
+                           const AttentionParams& params, const FlashOptions& options) {
+  KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
+  if (options.num_threads < 1 || options.num_threads > 256 || options.kv_splits < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("flash attention: num_threads ",
+                                                   options.num_threads, " must be in [1, 256] ",
+                                                   "and kv_splits ", options.kv_splits, " >= 0"));
+  }
+  FlashProblem p;
+  p.shape = shape;
+  p.q = MakeOperand(q);
+  p.k = MakeOperand(k);
+  p.v = MakeOperand(v);
+  p.scale = params.scale.value_or(attention_internal::DefaultScale(shape.head_dim));
+  p.softcap = params.softcap;
+  p.inverse_softcap = params.softcap > 0 ? 1.0f / params.softcap : 0.0f;
+  p.alibi_slopes = params.alibi_slopes.empty() ? nullptr : params.alibi_slopes.data();
+  p.causal = params.causal;
+  p.window = params.window;
+  p.q_positions = params.q_positions.empty() ? nullptr : params.q_positions.data();
+  p.kv_positions = params.kv_positions.empty() ? nullptr : params.kv_positions.data();
+  Tensor mask;
+  if (params.mask.has_value()) {
+    mask = *params.mask;  // f32 by validation; read in place through its strides
+    p.mask = mask.data<float>();
+    for (int d = 0; d < 4; ++d) p.mask_stride[d] = mask.dim(d) == 1 ? 0 : mask.strides()[d];
+  }
+  KV_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(DType::kF32, {shape.batch, shape.num_heads,
+                                                              shape.q_len, shape.head_dim}));
+  const std::vector<RowBlock> blocks = PlanBlocks(p);
+  // Split long key ranges of few blocks (decode) so that every thread has work.
+  int splits = options.kv_splits;
+  if (splits == 0) {
+    const bool few_blocks = static_cast<int64_t>(blocks.size()) < 2 * options.num_threads;
+    splits = few_blocks && shape.kv_len >= 512 ? options.num_threads : 1;
+  }
+  const int64_t padded = flash_internal::PaddedDim(shape.head_dim);
+  const int64_t tasks = static_cast<int64_t>(blocks.size()) * splits;
+  std::vector<float> accumulators(tasks * kMaxBlockRows * padded, 0.0f);
+  std::vector<RowState> states(tasks * kMaxBlockRows);
+  for (int64_t i = 0; i < tasks * kMaxBlockRows; ++i) states[i].acc = &accumulators[i * padded];
+  const bool simd = options.path != FlashPath::kScalar;
+  SharedThreadPool(options.num_threads).ParallelFor(tasks, [&](int64_t task) {
+    RowBlock block = blocks[task / splits];
+    const int64_t split = task % splits;
+    const int64_t range = block.key_end - block.key_begin;
+    const int64_t begin = block.key_begin + range * split / splits;
+    block.key_end = block.key_begin + range * (split + 1) / splits;
+    block.key_begin = begin;
+    RowState* row_states = &states[task * kMaxBlockRows];
+    if (simd) {
+      flash_internal::ProcessBlockSimd(p, block, row_states);
+    } else {
+      flash_internal::ProcessBlockScalar(p, block, row_states);
+    }
+  });
+  // Merge the splits of each block in a fixed order, then normalise into the output.
+  float* out_data = out.data<float>();
+  for (size_t blk = 0; blk < blocks.size(); ++blk) {
+    const RowBlock& block = blocks[blk];
+    RowState* first = &states[blk * splits * kMaxBlockRows];
+    for (int split = 1; split < splits; ++split) {
+      for (int r = 0; r < block.num_rows; ++r) {
+        flash_internal::MergeRowState(first[r], first[split * kMaxBlockRows + r],
+                                      shape.head_dim);
+      }
+    }
+    for (int r = 0; r < block.num_rows; ++r) {
+      float* row = out_data + ((block.batch * shape.num_heads + block.head[r]) * shape.q_len +
+                               block.query[r]) * shape.head_dim;
+      flash_internal::FinalizeRow(first[r], shape.head_dim, row);
+    }
+  }
+  if (q.dtype() == DType::kF32) return out;
+  return Cast(out, q.dtype());
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> FlashAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionParams& params,
+                                      const FlashOptions& options) {
+  return Run(q, k, v, params, options);
+}
+
+absl::StatusOr<Tensor> FlashAttentionInterleaved(const Tensor& q, const Tensor& interleaved,
+                                                 const AttentionParams& params,
+                                                 const FlashOptions& options) {
+  if (interleaved.rank() != 4 || interleaved.dim(3) % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flash attention (interleaved): buffer must be (B, L, KH, 2D); got ",
+        DimsToString(interleaved.shape())));
+  }
+  return Run(q, InterleavedHalf(interleaved, /*is_value=*/false),
+             InterleavedHalf(interleaved, /*is_value=*/true), params, options);
+}
+
+std::vector<std::string> SupportedSimdTargets() {
+  std::vector<std::string> names;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    names.push_back(hwy::TargetName(target));
+  }
+  return names;
+}
+
+bool PinSimdTarget(const std::string& name) {
+  if (name.empty()) {
+    hwy::SetSupportedTargetsForTest(0);
+    return true;
+  }
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (name == hwy::TargetName(target)) {
+      hwy::SetSupportedTargetsForTest(target);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace kvcheck

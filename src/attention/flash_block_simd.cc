@@ -1,0 +1,298 @@
+// The Highway path of the flash kernel (dynamic dispatch over the compiled targets).
+//
+// Keys are processed in tiles of kTile. For each tile:
+//   1. rows of K and V are used in place when they are f32 with unit stride and a whole
+//      number of vectors long, otherwise widened into zero-padded scratch rows;
+//   2. scores s[r][t] = <q_r * scale, k_t> for every row of the block, one K load shared by
+//      up to four rows; then softcap, ALiBi and the mask (scalar, only when enabled);
+//   3. per row, the tile max m_t, the new running max m = max(m_old, m_t), the rescale of the
+//      accumulator by exp(m_old - m), and p_t = exp(s_t - m) with Highway's vector Exp;
+//   4. acc += sum_t p_t v_t: register-blocked (4 rows x 2 vectors of D) when every row allows
+//      every key of the tile, key by key per row otherwise (so a key a row may not see is never
+//      multiplied in, not even by 0: 0 * NaN would leak a masked NaN).
+// NaN is never hidden: Highway's Exp returns 0 for NaN, so NaN and +inf scores are detected
+// explicitly and mark the row (FinalizeRow writes NaN).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "src/attention/flash_problem.h"
+#include "src/attention/key_rules.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/attention/flash_block_simd.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvcheck::flash_internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int64_t kTile = 32;
+
+// Scratch of one thread: the block's scaled q rows, the tile's widened K/V rows, scores.
+struct Scratch {
+  std::vector<float> q;       // kMaxBlockRows x padded D
+  std::vector<float> k, v;    // kTile x padded D (used when rows are not usable in place)
+  float scores[kMaxBlockRows][kTile];
+  bool allowed[kMaxBlockRows][kTile];
+};
+
+// K or V rows of a tile: pointers to padded f32 rows of `loop_dim` elements.
+struct TileRows {
+  const float* row[kTile];
+};
+
+template <class DF>
+void LoadTileRows(DF df, const Operand& operand, int64_t b, int64_t kv_head, int64_t first,
+                  int64_t count, int64_t head_dim, int64_t loop_dim, std::vector<float>& scratch,
+                  TileRows& rows) {
+  const bool in_place = operand.dtype == DType::kF32 && operand.stride[3] == 1 &&
+                        head_dim % static_cast<int64_t>(hn::Lanes(df)) == 0;
+  for (int64_t t = 0; t < count; ++t) {
+    if (in_place) {
+      rows.row[t] = operand.F32Row(b, kv_head, first + t);
+      continue;
+    }
+    float* out = scratch.data() + t * loop_dim;
+    operand.ReadRow(b, kv_head, first + t, head_dim, out);
+    std::fill(out + head_dim, out + loop_dim, 0.0f);
+    rows.row[t] = out;
+  }
+}
+
+// scores[r][t] = <q_r, k_t> for rows [r0, r0 + n), n <= 4, sharing each K load.
+template <class DF>
+void DotRows(DF df, const float* q, int64_t loop_dim, int r0, int n, const TileRows& keys,
+             int64_t count, float (*scores)[kTile]) {
+  const size_t N = hn::Lanes(df);
+  const float* q0 = q + (r0 + 0) * loop_dim;
+  const float* q1 = q + (r0 + std::min(n - 1, 1)) * loop_dim;
+  const float* q2 = q + (r0 + std::min(n - 1, 2)) * loop_dim;
+  const float* q3 = q + (r0 + std::min(n - 1, 3)) * loop_dim;
+  for (int64_t t = 0; t < count; ++t) {
+    const float* k = keys.row[t];
+    auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+    for (int64_t d = 0; d < loop_dim; d += N) {
+      const auto kv = hn::LoadU(df, k + d);
+      a0 = hn::MulAdd(hn::LoadU(df, q0 + d), kv, a0);
+      a1 = hn::MulAdd(hn::LoadU(df, q1 + d), kv, a1);
+      a2 = hn::MulAdd(hn::LoadU(df, q2 + d), kv, a2);
+      a3 = hn::MulAdd(hn::LoadU(df, q3 + d), kv, a3);
+    }
+    scores[r0][t] = hn::GetLane(hn::SumOfLanes(df, a0));
+    if (n > 1) scores[r0 + 1][t] = hn::GetLane(hn::SumOfLanes(df, a1));
+    if (n > 2) scores[r0 + 2][t] = hn::GetLane(hn::SumOfLanes(df, a2));
+    if (n > 3) scores[r0 + 3][t] = hn::GetLane(hn::SumOfLanes(df, a3));
+  }
+}
+
+// acc_r += sum_t p[r][t] v_t for rows [r0, r0 + n), n <= 4, every key of the tile.
+template <class DF>
+void AccumulateDense(DF df, RowState* states, int r0, int n, const float (*p)[kTile],
+                     const TileRows& values, int64_t count, int64_t loop_dim) {
+  const size_t N = hn::Lanes(df);
+  int64_t d = 0;
+  for (; d + 2 * static_cast<int64_t>(N) <= loop_dim; d += 2 * N) {
+    // Two vectors of D for up to four rows in registers across the whole tile.
+    auto c00 = hn::LoadU(df, states[r0].acc + d), c01 = hn::LoadU(df, states[r0].acc + d + N);
+    auto c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+    if (n > 1) c10 = hn::LoadU(df, states[r0 + 1].acc + d), c11 = hn::LoadU(df, states[r0 + 1].acc + d + N);
+    if (n > 2) c20 = hn::LoadU(df, states[r0 + 2].acc + d), c21 = hn::LoadU(df, states[r0 + 2].acc + d + N);
+    if (n > 3) c30 = hn::LoadU(df, states[r0 + 3].acc + d), c31 = hn::LoadU(df, states[r0 + 3].acc + d + N);
+    for (int64_t t = 0; t < count; ++t) {
+      const auto v0 = hn::LoadU(df, values.row[t] + d);
+      const auto v1 = hn::LoadU(df, values.row[t] + d + N);
+      const auto p0 = hn::Set(df, p[r0][t]);
+      c00 = hn::MulAdd(p0, v0, c00);
+      c01 = hn::MulAdd(p0, v1, c01);
+      if (n > 1) {
+        const auto p1 = hn::Set(df, p[r0 + 1][t]);
+        c10 = hn::MulAdd(p1, v0, c10);
+        c11 = hn::MulAdd(p1, v1, c11);
+      }
+      if (n > 2) {
+        const auto p2 = hn::Set(df, p[r0 + 2][t]);
+        c20 = hn::MulAdd(p2, v0, c20);
+        c21 = hn::MulAdd(p2, v1, c21);
+      }
+      if (n > 3) {
+        const auto p3 = hn::Set(df, p[r0 + 3][t]);
+        c30 = hn::MulAdd(p3, v0, c30);
+        c31 = hn::MulAdd(p3, v1, c31);
+      }
+    }
+    hn::StoreU(c00, df, states[r0].acc + d);
+    hn::StoreU(c01, df, states[r0].acc + d + N);
+    if (n > 1) hn::StoreU(c10, df, states[r0 + 1].acc + d), hn::StoreU(c11, df, states[r0 + 1].acc + d + N);
+    if (n > 2) hn::StoreU(c20, df, states[r0 + 2].acc + d), hn::StoreU(c21, df, states[r0 + 2].acc + d + N);
+    if (n > 3) hn::StoreU(c30, df, states[r0 + 3].acc + d), hn::StoreU(c31, df, states[r0 + 3].acc + d + N);
+  }
+  for (; d < loop_dim; d += N) {  // an odd number of vectors: the last one row by row
+    for (int r = r0; r < r0 + n; ++r) {
+      auto c = hn::LoadU(df, states[r].acc + d);
+      for (int64_t t = 0; t < count; ++t) {
+        c = hn::MulAdd(hn::Set(df, p[r][t]), hn::LoadU(df, values.row[t] + d), c);
+      }
+      hn::StoreU(c, df, states[r].acc + d);
+    }
+  }
+}
+
+// acc += sum over allowed keys only (rows that may not see some key of the tile).
+template <class DF>
+void AccumulateSparse(DF df, RowState& state, const float* p, const bool* allowed,
+                      const TileRows& values, int64_t count, int64_t loop_dim) {
+  const size_t N = hn::Lanes(df);
+  for (int64_t t = 0; t < count; ++t) {
+    if (!allowed[t]) continue;
+    const auto weight = hn::Set(df, p[t]);
+    for (int64_t d = 0; d < loop_dim; d += N) {
+      hn::StoreU(hn::MulAdd(weight, hn::LoadU(df, values.row[t] + d), hn::LoadU(df, state.acc + d)),
+                 df, state.acc + d);
+    }
+  }
+}
+
+// One row's online-softmax update over a tile: returns the new max; writes p into `scores`.
+template <class DF>
+void UpdateRow(DF df, RowState& state, float* scores, const bool* allowed, int64_t count,
+               int64_t loop_dim) {
+  const size_t N = hn::Lanes(df);
+  float tile_max = -std::numeric_limits<float>::infinity();
+  for (int64_t t = 0; t < count; ++t) {
+    if (!allowed[t]) {
+      scores[t] = -std::numeric_limits<float>::infinity();
+      continue;
+    }
+    const float s = scores[t];
+    // Highway's Exp maps NaN to 0: record NaN and +inf scores here, where they are seen.
+    if (std::isnan(s) || s == std::numeric_limits<float>::infinity()) state.nan = true;
+    tile_max = std::fmax(tile_max, s);
+  }
+  const float max = std::fmax(state.max, tile_max);
+  if (max > state.max) {
+    // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf).
+    const float alpha = std::exp(state.max - max);
+    const auto alpha_v = hn::Set(df, alpha);
+    for (int64_t d = 0; d < loop_dim; d += N) {
+      hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
+    }
+    state.sum *= alpha;
+    state.max = max;
+  }
+  // p_t = exp(s_t - m); a -inf score (or a masked slot) gives exp(-inf) = 0; with m = -inf
+  // too, Exp(NaN) = 0 is the weight we want (every allowed score is -inf).
+  const auto max_v = hn::Set(df, state.max);
+  const auto zero = hn::Zero(df);
+  auto sum_v = zero;
+  int64_t t = 0;
+  for (; t + static_cast<int64_t>(N) <= count; t += N) {
+    const auto p = hn::Exp(df, hn::Sub(hn::LoadU(df, scores + t), max_v));
+    hn::StoreU(p, df, scores + t);
+    sum_v = hn::Add(sum_v, p);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, sum_v));
+  for (; t < count; ++t) {
+    const float p = std::isinf(scores[t]) && scores[t] < 0 ? 0.0f : std::exp(scores[t] - state.max);
+    scores[t] = p;
+    sum += p;
+  }
+  state.sum += sum;
+}
+
+void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowState* states) {
+  const hn::ScalableTag<float> df;
+  const int64_t D = problem.shape.head_dim;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t loop_dim = (D + N - 1) / N * N;  // <= PaddedDim(D)
+  const int64_t b = block.batch;
+  thread_local Scratch scratch;
+  scratch.q.resize(kMaxBlockRows * loop_dim);
+  scratch.k.resize(kTile * loop_dim);
+  scratch.v.resize(kTile * loop_dim);
+  // Scaled, zero-padded q rows; positions and slopes per row.
+  int64_t qpos[kMaxBlockRows];
+  float slope[kMaxBlockRows];
+  for (int r = 0; r < block.num_rows; ++r) {
+    float* q = scratch.q.data() + r * loop_dim;
+    problem.q.ReadRow(b, block.head[r], block.query[r], D, q);
+    for (int64_t d = 0; d < D; ++d) q[d] *= problem.scale;
+    std::fill(q + D, q + loop_dim, 0.0f);
+    qpos[r] = problem.QueryPosition(b, block.query[r]);
+    slope[r] = problem.Slope(block.head[r]);
+  }
+  const bool post_process = problem.softcap > 0 || problem.alibi_slopes != nullptr ||
+                            problem.mask != nullptr;
+  TileRows keys, values;
+  for (int64_t first = block.key_begin; first < block.key_end; first += kTile) {
+    const int64_t count = std::min(kTile, block.key_end - first);
+    // Which keys each row may see; skip tiles no row sees.
+    bool all_allowed = true, any_allowed = false;
+    for (int r = 0; r < block.num_rows; ++r) {
+      for (int64_t t = 0; t < count; ++t) {
+        const int64_t kpos = problem.KeyPosition(b, first + t);
+        bool ok = attention_internal::KeyAllowed(qpos[r], kpos, problem.causal, problem.window);
+        if (ok && problem.mask != nullptr) {
+          ok = !attention_internal::IsMinusInfinity(
+              problem.MaskValue(b, block.head[r], block.query[r], first + t));
+        }
+        scratch.allowed[r][t] = ok;
+        all_allowed = all_allowed && ok;
+        any_allowed = any_allowed || ok;
+        states[r].allowed += ok ? 1 : 0;
+      }
+    }
+    if (!any_allowed) continue;
+    LoadTileRows(df, problem.k, b, block.kv_head, first, count, D, loop_dim, scratch.k, keys);
+    LoadTileRows(df, problem.v, b, block.kv_head, first, count, D, loop_dim, scratch.v, values);
+    for (int r0 = 0; r0 < block.num_rows; r0 += 4) {
+      DotRows(df, scratch.q.data(), loop_dim, r0, std::min(4, block.num_rows - r0), keys, count,
+              scratch.scores);
+    }
+    if (post_process) {
+      for (int r = 0; r < block.num_rows; ++r) {
+        for (int64_t t = 0; t < count; ++t) {
+          if (!scratch.allowed[r][t]) continue;
+          const int64_t kpos = problem.KeyPosition(b, first + t);
+          scratch.scores[r][t] = attention_internal::FinishScore(
+              scratch.scores[r][t], problem.softcap, problem.inverse_softcap, slope[r], qpos[r],
+              kpos, problem.MaskValue(b, block.head[r], block.query[r], first + t));
+        }
+      }
+    }
+    for (int r = 0; r < block.num_rows; ++r) {
+      UpdateRow(df, states[r], scratch.scores[r], scratch.allowed[r], count, loop_dim);
+    }
+    if (all_allowed) {
+      for (int r0 = 0; r0 < block.num_rows; r0 += 4) {
+        AccumulateDense(df, states, r0, std::min(4, block.num_rows - r0), scratch.scores,
+                        values, count, loop_dim);
+      }
+    } else {
+      for (int r = 0; r < block.num_rows; ++r) {
+        AccumulateSparse(df, states[r], scratch.scores[r], scratch.allowed[r], values, count,
+                         loop_dim);
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kvcheck::flash_internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kvcheck::flash_internal {
+
+HWY_EXPORT(ProcessBlockImpl);
+
+void ProcessBlockSimd(const FlashProblem& problem, const RowBlock& block, RowState* states) {
+  HWY_DYNAMIC_DISPATCH(ProcessBlockImpl)(problem, block, states);
+}
+
+}  // namespace kvcheck::flash_internal
+#endif  // HWY_ONCE

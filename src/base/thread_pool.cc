@@ -1,0 +1,76 @@
+#include "src/base/thread_pool.h"
+
+#include <map>
+#include <memory>
+
+#include "src/base/check.h"
+
+namespace kvcheck {
+
+ThreadPool::ThreadPool(int num_threads) {
+  KV_CHECK(num_threads >= 1);
+  for (int t = 1; t < num_threads; ++t) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  start_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::RunItems() {
+  for (int64_t i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1)) (*fn_)(i);
+}
+
+void ThreadPool::WorkerLoop() {
+  uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    RunItems();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--busy_workers_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& fn) {
+  if (count <= 0) return;
+  if (workers_.empty() || count == 1) {
+    for (int64_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fn_ = &fn;
+    count_ = count;
+    next_.store(0);
+    busy_workers_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  start_.notify_all();
+  RunItems();
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return busy_workers_ == 0; });
+  fn_ = nullptr;
+}
+
+ThreadPool& SharedThreadPool(int num_threads) {
+  KV_CHECK(num_threads >= 1 && num_threads <= 256);
+  static std::mutex* mutex = new std::mutex();
+  static auto* pools = new std::map<int, std::unique_ptr<ThreadPool>>();
+  std::lock_guard<std::mutex> lock(*mutex);
+  std::unique_ptr<ThreadPool>& pool = (*pools)[num_threads];
+  if (pool == nullptr) pool = std::make_unique<ThreadPool>(num_threads);
+  return *pool;
+}
+
+}  // namespace kvcheck

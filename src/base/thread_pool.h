@@ -1,0 +1,56 @@
+// File: thread_pool.h
+// ThreadPool: a fixed set of worker threads that run ParallelFor loops.
+//
+// Items are claimed dynamically, but every item is computed entirely by one thread, so a
+// kernel whose items are independent gives bitwise identical results however the items land
+// on threads. The calling thread works too: a pool of N threads starts N - 1 workers.
+// ParallelFor calls on one pool must not overlap (kernels call it from one thread at a time).
+#ifndef KVCHECK_SRC_BASE_THREAD_POOL_H_
+#define KVCHECK_SRC_BASE_THREAD_POOL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kvcheck {
+
+class ThreadPool {
+ public:
+  // REQUIRES: num_threads >= 1.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(i) for every i in [0, count), on all threads; returns when all are done.
+  void ParallelFor(int64_t count, const std::function<void(int64_t)>& fn);
+
+ private:
+  void WorkerLoop();
+  void RunItems();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t count_ = 0;
+  std::atomic<int64_t> next_{0};
+  int busy_workers_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+// A process-wide pool with `num_threads` threads (created on first use, kept for reuse).
+// REQUIRES: 1 <= num_threads <= 256.
+ThreadPool& SharedThreadPool(int num_threads);
+
+}  // namespace kvcheck
+
+#endif  // KVCHECK_SRC_BASE_THREAD_POOL_H_
