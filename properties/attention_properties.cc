@@ -37,6 +37,10 @@ std::vector<Kernel> Kernels() {
   };
   return {
       {"naive", [](const KernelInputs& in) { return NaiveAttention(in.q, in.k, in.v, in.params); }},
+      {"naive/grouped",
+       [](const KernelInputs& in) {
+         return NaiveAttention(in.q, in.k, in.v, in.params, {.repeat_kv = false});
+       }},
       {"flash", flash({})},
       {"flash/scalar", flash({.path = FlashPath::kScalar})},
       {"flash/2 threads", flash({.num_threads = 2})},
