@@ -109,6 +109,29 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
   KV_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(DType::kF32, {shape.batch, shape.num_heads,
                                                               shape.q_len, shape.head_dim}));
   const std::vector<RowBlock> blocks = PlanBlocks(p);
+  // Prefill (several blocks per KV head): transpose K once per (b, kv_head), in parallel, for
+  // the SIMD path's broadcast-multiply-add score kernel.
+  std::vector<float> k_transposed;
+  const bool simd = options.path != FlashPath::kScalar;
+  const int64_t rows_per_kv_head = shape.group_size() * shape.q_len;
+  if (simd && rows_per_kv_head >= 8 && shape.kv_len > 0) {
+    const int64_t padded_dim = flash_internal::PaddedDim(shape.head_dim);
+    p.kt_stride = (shape.kv_len + flash_internal::kFlashTile - 1) / flash_internal::kFlashTile *
+                  flash_internal::kFlashTile;
+    const int64_t per_head = padded_dim * p.kt_stride;
+    k_transposed.assign(shape.batch * shape.num_kv_heads * per_head, 0.0f);
+    SharedThreadPool(options.num_threads)
+        .ParallelFor(shape.batch * shape.num_kv_heads, [&](int64_t bk) {
+          const int64_t b = bk / shape.num_kv_heads, kv_head = bk % shape.num_kv_heads;
+          float* out = k_transposed.data() + bk * per_head;
+          std::vector<float> row(shape.head_dim);
+          for (int64_t j = 0; j < shape.kv_len; ++j) {
+            p.k.ReadRow(b, kv_head, j, shape.head_dim, row.data());
+            for (int64_t d = 0; d < shape.head_dim; ++d) out[d * p.kt_stride + j] = row[d];
+          }
+        });
+    p.k_transposed = k_transposed.data();
+  }
   // Split long key ranges of few blocks (decode) so that every thread has work.
   int splits = options.kv_splits;
   if (splits == 0) {
@@ -120,7 +143,6 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
   std::vector<float> accumulators(tasks * kMaxBlockRows * padded, 0.0f);
   std::vector<RowState> states(tasks * kMaxBlockRows);
   for (int64_t i = 0; i < tasks * kMaxBlockRows; ++i) states[i].acc = &accumulators[i * padded];
-  const bool simd = options.path != FlashPath::kScalar;
   SharedThreadPool(options.num_threads).ParallelFor(tasks, [&](int64_t task) {
     RowBlock block = blocks[task / splits];
     const int64_t split = task % splits;

@@ -31,7 +31,7 @@ namespace kvcheck::flash_internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr int64_t kTile = 32;
+constexpr int64_t kTile = kFlashTile;
 
 // Scratch of one thread: the block's scaled q rows, the tile's widened K/V rows, scores.
 struct Scratch {
@@ -64,29 +64,78 @@ void LoadTileRows(DF df, const Operand& operand, int64_t b, int64_t kv_head, int
   }
 }
 
-// scores[r][t] = <q_r, k_t> for rows [r0, r0 + n), n <= 4, sharing each K load.
-template <class DF>
-void DotRows(DF df, const float* q, int64_t loop_dim, int r0, int n, const TileRows& keys,
+// scores[r][t] = <q_r, k_t> for rows [r0, r0 + kRows), sharing each K load (few rows:
+// decode). One horizontal sum per (row, key).
+template <int kRows, class DF>
+void DotRows(DF df, const float* q, int64_t loop_dim, int r0, const TileRows& keys,
              int64_t count, float (*scores)[kTile]) {
+  static_assert(kRows >= 1 && kRows <= 4);
   const size_t N = hn::Lanes(df);
-  const float* q0 = q + (r0 + 0) * loop_dim;
-  const float* q1 = q + (r0 + std::min(n - 1, 1)) * loop_dim;
-  const float* q2 = q + (r0 + std::min(n - 1, 2)) * loop_dim;
-  const float* q3 = q + (r0 + std::min(n - 1, 3)) * loop_dim;
+  // Named accumulators (not an array) so that they stay in registers.
+  const float* q0 = q + r0 * loop_dim;
+  const float* q1 = q0 + (kRows > 1 ? loop_dim : 0);
+  const float* q2 = q0 + (kRows > 2 ? 2 * loop_dim : 0);
+  const float* q3 = q0 + (kRows > 3 ? 3 * loop_dim : 0);
   for (int64_t t = 0; t < count; ++t) {
     const float* k = keys.row[t];
     auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
     for (int64_t d = 0; d < loop_dim; d += N) {
       const auto kv = hn::LoadU(df, k + d);
       a0 = hn::MulAdd(hn::LoadU(df, q0 + d), kv, a0);
-      a1 = hn::MulAdd(hn::LoadU(df, q1 + d), kv, a1);
-      a2 = hn::MulAdd(hn::LoadU(df, q2 + d), kv, a2);
-      a3 = hn::MulAdd(hn::LoadU(df, q3 + d), kv, a3);
+      if constexpr (kRows > 1) a1 = hn::MulAdd(hn::LoadU(df, q1 + d), kv, a1);
+      if constexpr (kRows > 2) a2 = hn::MulAdd(hn::LoadU(df, q2 + d), kv, a2);
+      if constexpr (kRows > 3) a3 = hn::MulAdd(hn::LoadU(df, q3 + d), kv, a3);
     }
     scores[r0][t] = hn::GetLane(hn::SumOfLanes(df, a0));
-    if (n > 1) scores[r0 + 1][t] = hn::GetLane(hn::SumOfLanes(df, a1));
-    if (n > 2) scores[r0 + 2][t] = hn::GetLane(hn::SumOfLanes(df, a2));
-    if (n > 3) scores[r0 + 3][t] = hn::GetLane(hn::SumOfLanes(df, a3));
+    if constexpr (kRows > 1) scores[r0 + 1][t] = hn::GetLane(hn::SumOfLanes(df, a1));
+    if constexpr (kRows > 2) scores[r0 + 2][t] = hn::GetLane(hn::SumOfLanes(df, a2));
+    if constexpr (kRows > 3) scores[r0 + 3][t] = hn::GetLane(hn::SumOfLanes(df, a3));
+  }
+}
+
+// Many rows (prefill): scores = Q Kt over K transposed once per (b, kv_head) by the driver,
+// so each score vector is a run of broadcast-multiply-adds with no horizontal sums; 4 rows x 2
+// vectors of keys stay in registers.
+// `transposed` points at Kt[0][first key of the tile]; row d is `kt_stride` floats further,
+// and keys past `count` up to kTile are zero.
+template <class DF>
+void DotRowsTransposed(DF df, const float* q, int64_t loop_dim, int num_rows, int64_t count,
+                       const float* transposed, int64_t kt_stride, float (*scores)[kTile]) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t key_vectors = (count + N - 1) / N;
+  for (int r0 = 0; r0 < num_rows; r0 += 4) {
+    const int rows = std::min(4, num_rows - r0);
+    // Rows past the block repeat its last row (their results are not stored).
+    const float* q0 = q + r0 * loop_dim;
+    const float* q1 = q + (r0 + std::min(1, rows - 1)) * loop_dim;
+    const float* q2 = q + (r0 + std::min(2, rows - 1)) * loop_dim;
+    const float* q3 = q + (r0 + std::min(3, rows - 1)) * loop_dim;
+    for (int64_t kv = 0; kv < key_vectors; kv += 2) {
+      // Named accumulators: 4 rows x 2 vectors of keys in registers over all of D.
+      auto c00 = hn::Zero(df), c01 = hn::Zero(df), c10 = hn::Zero(df), c11 = hn::Zero(df);
+      auto c20 = hn::Zero(df), c21 = hn::Zero(df), c30 = hn::Zero(df), c31 = hn::Zero(df);
+      const float* kt = transposed + kv * N;
+      for (int64_t d = 0; d < loop_dim; ++d, kt += kt_stride) {
+        const auto k0 = hn::LoadU(df, kt);
+        const auto k1 = hn::LoadU(df, kt + N);  // within kTile: zero keys past `count`
+        const auto x0 = hn::Set(df, q0[d]), x1 = hn::Set(df, q1[d]);
+        const auto x2 = hn::Set(df, q2[d]), x3 = hn::Set(df, q3[d]);
+        c00 = hn::MulAdd(x0, k0, c00);
+        c01 = hn::MulAdd(x0, k1, c01);
+        c10 = hn::MulAdd(x1, k0, c10);
+        c11 = hn::MulAdd(x1, k1, c11);
+        c20 = hn::MulAdd(x2, k0, c20);
+        c21 = hn::MulAdd(x2, k1, c21);
+        c30 = hn::MulAdd(x3, k0, c30);
+        c31 = hn::MulAdd(x3, k1, c31);
+      }
+      float* out0 = &scores[r0][kv * N];
+      hn::StoreU(c00, df, out0);
+      hn::StoreU(c01, df, out0 + N);
+      if (rows > 1) hn::StoreU(c10, df, &scores[r0 + 1][kv * N]), hn::StoreU(c11, df, &scores[r0 + 1][kv * N + N]);
+      if (rows > 2) hn::StoreU(c20, df, &scores[r0 + 2][kv * N]), hn::StoreU(c21, df, &scores[r0 + 2][kv * N + N]);
+      if (rows > 3) hn::StoreU(c30, df, &scores[r0 + 3][kv * N]), hn::StoreU(c31, df, &scores[r0 + 3][kv * N + N]);
+    }
   }
 }
 
@@ -157,21 +206,40 @@ void AccumulateSparse(DF df, RowState& state, const float* p, const bool* allowe
   }
 }
 
-// One row's online-softmax update over a tile: returns the new max; writes p into `scores`.
+// One row's online-softmax update over a tile: rescales the state to the new running max
+// and replaces the scores by their weights p_t = exp(s_t - m) (0 for keys the row may not see).
 template <class DF>
-void UpdateRow(DF df, RowState& state, float* scores, const bool* allowed, int64_t count,
-               int64_t loop_dim) {
-  const size_t N = hn::Lanes(df);
-  float tile_max = -std::numeric_limits<float>::infinity();
-  for (int64_t t = 0; t < count; ++t) {
-    if (!allowed[t]) {
-      scores[t] = -std::numeric_limits<float>::infinity();
-      continue;
+void UpdateRow(DF df, RowState& state, float* scores, const bool* allowed, bool all_allowed,
+               int64_t count, int64_t loop_dim) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  if (!all_allowed) {
+    for (int64_t t = 0; t < count; ++t) {
+      if (!allowed[t]) scores[t] = minus_inf;
     }
-    const float s = scores[t];
-    // Highway's Exp maps NaN to 0: record NaN and +inf scores here, where they are seen.
-    if (std::isnan(s) || s == std::numeric_limits<float>::infinity()) state.nan = true;
-    tile_max = std::fmax(tile_max, s);
+  }
+  // Tile max, and NaN / +inf detection (Highway's Exp maps NaN to 0: they must be caught here).
+  const auto inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
+  auto max_v = hn::Set(df, minus_inf);
+  auto bad = hn::Zero(df);  // lanes that saw NaN or +inf become nonzero
+  int64_t t = 0;
+  for (; t + N <= count; t += N) {
+    const auto s = hn::LoadU(df, scores + t);
+    max_v = hn::Max(max_v, s);
+    bad = hn::Or(bad, hn::VecFromMask(df, hn::Not(hn::Lt(s, inf_v))));
+  }
+  float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v));
+  bool nan = !hn::AllTrue(df, hn::Eq(bad, hn::Zero(df)));
+  for (; t < count; ++t) {
+    nan = nan || !(scores[t] < std::numeric_limits<float>::infinity());
+    tile_max = std::fmax(tile_max, scores[t]);
+  }
+  if (nan) {
+    // A NaN (Max may have dropped it) or +inf score: the row's output is NaN.
+    state.nan = true;
+    for (int64_t i = 0; i < count; ++i) {
+      if (std::isnan(scores[i])) scores[i] = minus_inf;
+    }
   }
   const float max = std::fmax(state.max, tile_max);
   if (max > state.max) {
@@ -184,20 +252,19 @@ void UpdateRow(DF df, RowState& state, float* scores, const bool* allowed, int64
     state.sum *= alpha;
     state.max = max;
   }
-  // p_t = exp(s_t - m); a -inf score (or a masked slot) gives exp(-inf) = 0; with m = -inf
-  // too, Exp(NaN) = 0 is the weight we want (every allowed score is -inf).
-  const auto max_v = hn::Set(df, state.max);
-  const auto zero = hn::Zero(df);
-  auto sum_v = zero;
-  int64_t t = 0;
-  for (; t + static_cast<int64_t>(N) <= count; t += N) {
-    const auto p = hn::Exp(df, hn::Sub(hn::LoadU(df, scores + t), max_v));
+  // p_t = exp(s_t - m): a -inf score (or a slot the row may not see) gives exp(-inf) = 0; with
+  // m = -inf too, Exp(NaN) = 0 is the weight we want (every allowed score is -inf).
+  const auto m_v = hn::Set(df, state.max);
+  auto sum_v = hn::Zero(df);
+  t = 0;
+  for (; t + N <= count; t += N) {
+    const auto p = hn::Exp(df, hn::Sub(hn::LoadU(df, scores + t), m_v));
     hn::StoreU(p, df, scores + t);
     sum_v = hn::Add(sum_v, p);
   }
   float sum = hn::GetLane(hn::SumOfLanes(df, sum_v));
   for (; t < count; ++t) {
-    const float p = std::isinf(scores[t]) && scores[t] < 0 ? 0.0f : std::exp(scores[t] - state.max);
+    const float p = scores[t] == minus_inf ? 0.0f : std::exp(scores[t] - state.max);
     scores[t] = p;
     sum += p;
   }
@@ -210,20 +277,28 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t loop_dim = (D + N - 1) / N * N;  // <= PaddedDim(D)
   const int64_t b = block.batch;
+  const int R = block.num_rows;
   thread_local Scratch scratch;
   scratch.q.resize(kMaxBlockRows * loop_dim);
   scratch.k.resize(kTile * loop_dim);
   scratch.v.resize(kTile * loop_dim);
-  // Scaled, zero-padded q rows; positions and slopes per row.
-  int64_t qpos[kMaxBlockRows];
+  // Scaled, zero-padded q rows; positions, slopes and (when the rules allow) key ranges.
+  int64_t qpos[kMaxBlockRows], lo[kMaxBlockRows], hi[kMaxBlockRows];
   float slope[kMaxBlockRows];
-  for (int r = 0; r < block.num_rows; ++r) {
+  // Default key positions and no mask: row r sees exactly the keys [lo, hi).
+  const bool ranges = problem.kv_positions == nullptr && problem.mask == nullptr;
+  for (int r = 0; r < R; ++r) {
     float* q = scratch.q.data() + r * loop_dim;
     problem.q.ReadRow(b, block.head[r], block.query[r], D, q);
     for (int64_t d = 0; d < D; ++d) q[d] *= problem.scale;
     std::fill(q + D, q + loop_dim, 0.0f);
     qpos[r] = problem.QueryPosition(b, block.query[r]);
     slope[r] = problem.Slope(block.head[r]);
+    lo[r] = 0;
+    hi[r] = problem.shape.kv_len;
+    if (problem.causal) hi[r] = std::min(hi[r], qpos[r] + 1);
+    if (problem.window > 0) lo[r] = std::max<int64_t>(0, qpos[r] - problem.window + 1);
+    if (qpos[r] < 0) hi[r] = lo[r];
   }
   const bool post_process = problem.softcap > 0 || problem.alibi_slopes != nullptr ||
                             problem.mask != nullptr;
@@ -232,7 +307,22 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
     const int64_t count = std::min(kTile, block.key_end - first);
     // Which keys each row may see; skip tiles no row sees.
     bool all_allowed = true, any_allowed = false;
-    for (int r = 0; r < block.num_rows; ++r) {
+    for (int r = 0; r < R; ++r) {
+      if (ranges) {
+        const int64_t from = std::max(first, lo[r]), to = std::min(first + count, hi[r]);
+        const int64_t seen = std::max<int64_t>(0, to - from);
+        states[r].allowed += seen;
+        any_allowed = any_allowed || seen > 0;
+        if (seen == count) {
+          std::fill(scratch.allowed[r], scratch.allowed[r] + count, true);
+          continue;
+        }
+        all_allowed = false;
+        for (int64_t t = 0; t < count; ++t) {
+          scratch.allowed[r][t] = first + t >= lo[r] && first + t < hi[r];
+        }
+        continue;
+      }
       for (int64_t t = 0; t < count; ++t) {
         const int64_t kpos = problem.KeyPosition(b, first + t);
         bool ok = attention_internal::KeyAllowed(qpos[r], kpos, problem.causal, problem.window);
@@ -247,14 +337,26 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
       }
     }
     if (!any_allowed) continue;
-    LoadTileRows(df, problem.k, b, block.kv_head, first, count, D, loop_dim, scratch.k, keys);
     LoadTileRows(df, problem.v, b, block.kv_head, first, count, D, loop_dim, scratch.v, values);
-    for (int r0 = 0; r0 < block.num_rows; r0 += 4) {
-      DotRows(df, scratch.q.data(), loop_dim, r0, std::min(4, block.num_rows - r0), keys, count,
-              scratch.scores);
+    if (problem.k_transposed != nullptr) {
+      const float* kt = problem.k_transposed +
+                        (b * problem.shape.num_kv_heads + block.kv_head) * PaddedDim(D) *
+                            problem.kt_stride + first;
+      DotRowsTransposed(df, scratch.q.data(), loop_dim, R, count, kt, problem.kt_stride,
+                        scratch.scores);
+    } else {
+      LoadTileRows(df, problem.k, b, block.kv_head, first, count, D, loop_dim, scratch.k, keys);
+      int r0 = 0;
+      for (; r0 + 4 <= R; r0 += 4) DotRows<4>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores);
+      switch (R - r0) {
+        case 3: DotRows<3>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores); break;
+        case 2: DotRows<2>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores); break;
+        case 1: DotRows<1>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores); break;
+        default: break;
+      }
     }
     if (post_process) {
-      for (int r = 0; r < block.num_rows; ++r) {
+      for (int r = 0; r < R; ++r) {
         for (int64_t t = 0; t < count; ++t) {
           if (!scratch.allowed[r][t]) continue;
           const int64_t kpos = problem.KeyPosition(b, first + t);
@@ -264,16 +366,17 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
         }
       }
     }
-    for (int r = 0; r < block.num_rows; ++r) {
-      UpdateRow(df, states[r], scratch.scores[r], scratch.allowed[r], count, loop_dim);
+    for (int r = 0; r < R; ++r) {
+      UpdateRow(df, states[r], scratch.scores[r], scratch.allowed[r], all_allowed, count,
+                loop_dim);
     }
     if (all_allowed) {
-      for (int r0 = 0; r0 < block.num_rows; r0 += 4) {
-        AccumulateDense(df, states, r0, std::min(4, block.num_rows - r0), scratch.scores,
-                        values, count, loop_dim);
+      for (int r0 = 0; r0 < R; r0 += 4) {
+        AccumulateDense(df, states, r0, std::min(4, R - r0), scratch.scores, values, count,
+                        loop_dim);
       }
     } else {
-      for (int r = 0; r < block.num_rows; ++r) {
+      for (int r = 0; r < R; ++r) {
         AccumulateSparse(df, states[r], scratch.scores[r], scratch.allowed[r], values, count,
                          loop_dim);
       }

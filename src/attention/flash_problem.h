@@ -34,6 +34,9 @@ struct Operand {
   void ReadRow(int64_t b, int64_t h, int64_t s, int64_t head_dim, float* out) const;
 };
 
+// Keys per tile of the inner loop.
+inline constexpr int64_t kFlashTile = 32;
+
 // Largest vector width any compiled target uses, in floats: rows are padded to a multiple.
 inline constexpr int64_t kRowPad = 16;
 inline int64_t PaddedDim(int64_t head_dim) { return (head_dim + kRowPad - 1) / kRowPad * kRowPad; }
@@ -51,6 +54,12 @@ struct FlashProblem {
   const int64_t* kv_positions = nullptr;   // (B, Skv) or null for the default
   const float* mask = nullptr;             // f32 element (0, 0, 0, 0) or null
   int64_t mask_stride[4] = {0, 0, 0, 0};   // 0 along broadcast dimensions
+  // Prefill: K of every (b, kv_head) widened and transposed once, so that the blocks of
+  // query rows (which all walk the same keys) do not each transpose it again. Element
+  // (b, kv_head, d, j) at k_transposed[((b * KH + kv_head) * PaddedDim(D) + d) * kt_stride + j],
+  // zero for d >= D and j >= Skv. Null for decode.
+  const float* k_transposed = nullptr;
+  int64_t kt_stride = 0;  // Skv rounded up to a multiple of kFlashTile
 
   int64_t QueryPosition(int64_t b, int64_t i) const {
     return q_positions != nullptr ? q_positions[b * shape.q_len + i]
@@ -69,7 +78,7 @@ struct FlashProblem {
 
 // Query rows of one batch row and KV head (heads in the KV head's group, query indices),
 // over keys [key_begin, key_end).
-inline constexpr int kMaxBlockRows = 16;
+inline constexpr int kMaxBlockRows = 48;
 struct RowBlock {
   int64_t batch = 0;
   int64_t kv_head = 0;

@@ -1,0 +1,173 @@
+// Attention benchmarks, side by side in one run (f32, 9 query heads, 3 KV heads, D = 64):
+//
+//  1. The seed's table, flash vs matmul + softmax (NaiveAttention on OpenBLAS sgemm, KV heads
+//     repeated as repeat_kv does, and grouped without the copy): (Sq 512, Skv 512, causal),
+//     (1, 1024), (1, 4096); 1 and 2 threads. Prefill reports GFLOP/s (2 flops per
+//     multiply-add, q k and p v, over the unmasked keys only); decode reports GB/s of K/V read.
+//  2. Streaming-read bandwidth of the same binary over the same working sets: one layer's K/V
+//     for (1, 4096) read again and again (hot), and 30 distinct layers' K/V in turn (cold).
+//  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
+//
+//   bazel run --config=opt //bench:attention_benchmark
+#include <cblas.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "hwy/highway.h"
+#include "src/attention/flash_attention.h"
+#include "src/attention/naive_attention.h"
+
+namespace kvcheck {
+namespace {
+
+constexpr int64_t kHeads = 9;
+constexpr int64_t kKvHeads = 3;
+constexpr int64_t kHeadDim = 64;
+constexpr int64_t kLayers = 30;
+
+Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> values(count);
+  uint32_t x = seed * 2654435761u + 1;
+  for (float& value : values) {
+    x = x * 1664525u + 1013904223u;
+    value = static_cast<float>(static_cast<int32_t>(x >> 8) % 2000) / 1000.0f;
+  }
+  return *Tensor::FromFloats(DType::kF32, shape, values);
+}
+
+// Keys each query may see: all, or (causal, bottom-right) i + 1 + Skv - Sq.
+int64_t AllowedPairs(int64_t q_len, int64_t kv_len, bool causal) {
+  if (!causal) return q_len * kv_len;
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < q_len; ++i) pairs += std::min(kv_len, kv_len - q_len + i + 1);
+  return pairs;
+}
+
+void ReportAttention(benchmark::State& state, int64_t q_len, int64_t kv_len, bool causal,
+                     int64_t kv_bytes_per_call) {
+  const double flops = 4.0 * kHeadDim * kHeads * AllowedPairs(q_len, kv_len, causal);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["KV_GB/s"] = benchmark::Counter(
+      static_cast<double>(kv_bytes_per_call) * state.iterations() / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
+enum Kernel { kFlash = 0, kNaiveRepeat = 1, kNaiveGrouped = 2 };
+const char* const kKernelNames[] = {"flash", "naive_repeat_kv", "naive_grouped"};
+
+absl::StatusOr<Tensor> RunKernel(int kernel, const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const AttentionParams& params, int threads) {
+  if (kernel == kFlash) return FlashAttention(q, k, v, params, {.num_threads = threads});
+  return NaiveAttention(q, k, v, params, {.repeat_kv = kernel == kNaiveRepeat});
+}
+
+// The seed's table. Args: kernel, Sq, Skv, causal, threads.
+void BM_SeedTable(benchmark::State& state) {
+  const int kernel = static_cast<int>(state.range(0));
+  const int64_t q_len = state.range(1), kv_len = state.range(2);
+  const bool causal = state.range(3) != 0;
+  const int threads = static_cast<int>(state.range(4));
+  openblas_set_num_threads(threads);
+  const Tensor q = Random({1, kHeads, q_len, kHeadDim}, 1);
+  const Tensor k = Random({1, kKvHeads, kv_len, kHeadDim}, 2);
+  const Tensor v = Random({1, kKvHeads, kv_len, kHeadDim}, 3);
+  AttentionParams params;
+  params.causal = causal;
+  for (auto _ : state) {
+    absl::StatusOr<Tensor> out = RunKernel(kernel, q, k, v, params, threads);
+    benchmark::DoNotOptimize(out);
+  }
+  ReportAttention(state, q_len, kv_len, causal, 2 * kKvHeads * kv_len * kHeadDim * 4);
+  state.SetLabel(kKernelNames[kernel]);
+}
+
+void SeedTableArgs(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2}) {
+    for (int kernel : {kFlash, kNaiveRepeat, kNaiveGrouped}) {
+      b->Args({kernel, 512, 512, 1, threads});
+      b->Args({kernel, 1, 1024, 0, threads});
+      b->Args({kernel, 1, 4096, 0, threads});
+      b->Args({kernel, 1, 128, 0, threads});
+    }
+  }
+  b->ArgNames({"kernel", "Sq", "Skv", "causal", "threads"});
+}
+BENCHMARK(BM_SeedTable)->Apply(SeedTableArgs)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Reads every float of `layers` (each a K and a V tensor) once: the streaming floor.
+HWY_NOINLINE float SumAll(const std::vector<std::pair<Tensor, Tensor>>& layers) {
+  namespace hn = hwy::HWY_NAMESPACE;
+  const hn::ScalableTag<float> df;
+  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (const auto& [k, v] : layers) {
+    for (const Tensor* t : {&k, &v}) {
+      const float* p = t->data<float>();
+      const int64_t n = t->num_elements();
+      for (int64_t i = 0; i + 4 * N <= n; i += 4 * N) {
+        a0 = hn::Add(a0, hn::LoadU(df, p + i));
+        a1 = hn::Add(a1, hn::LoadU(df, p + i + N));
+        a2 = hn::Add(a2, hn::LoadU(df, p + i + 2 * N));
+        a3 = hn::Add(a3, hn::LoadU(df, p + i + 3 * N));
+      }
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+std::vector<std::pair<Tensor, Tensor>> Layers(int64_t count, int64_t kv_len) {
+  std::vector<std::pair<Tensor, Tensor>> layers;
+  for (int64_t l = 0; l < count; ++l) {
+    layers.emplace_back(Random({1, kKvHeads, kv_len, kHeadDim}, 10 + 2 * l),
+                        Random({1, kKvHeads, kv_len, kHeadDim}, 11 + 2 * l));
+  }
+  return layers;
+}
+
+// Streaming read of one layer's (hot) or 30 layers' (cold) K/V of 4096 positions, one thread.
+void BM_StreamingRead(benchmark::State& state) {
+  const auto layers = Layers(state.range(0), 4096);
+  int64_t bytes = 0;
+  for (const auto& [k, v] : layers) bytes += (k.num_elements() + v.num_elements()) * 4;
+  for (auto _ : state) benchmark::DoNotOptimize(SumAll(layers));
+  state.counters["KV_GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_StreamingRead)->Arg(1)->Arg(kLayers)->ArgName("layers")->Unit(benchmark::kMillisecond);
+
+// Decode (Sq = 1, Skv = 4096) over `layers` distinct layers in turn: 1 is the hot case (the
+// layer stays in cache), 30 the cold one. Args: kernel, layers, threads.
+void BM_DecodeLayers(benchmark::State& state) {
+  const int kernel = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(2));
+  openblas_set_num_threads(threads);
+  const auto layers = Layers(state.range(1), 4096);
+  const Tensor q = Random({1, kHeads, 1, kHeadDim}, 5);
+  const AttentionParams params;
+  for (auto _ : state) {
+    for (const auto& [k, v] : layers) {
+      absl::StatusOr<Tensor> out = RunKernel(kernel, q, k, v, params, threads);
+      benchmark::DoNotOptimize(out);
+    }
+  }
+  state.counters["KV_GB/s"] = benchmark::Counter(
+      2.0 * kKvHeads * 4096 * kHeadDim * 4 * state.range(1) * state.iterations() / 1e9,
+      benchmark::Counter::kIsRate);
+  state.SetLabel(kKernelNames[kernel]);
+}
+BENCHMARK(BM_DecodeLayers)
+    ->ArgsProduct({{kFlash, kNaiveGrouped}, {1, kLayers}, {1, 2}})
+    ->ArgNames({"kernel", "layers", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kvcheck
+
+BENCHMARK_MAIN();
