@@ -23,6 +23,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/attention/flash_block_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
@@ -337,6 +338,21 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
       }
     }
     if (!any_allowed) continue;
+    // Decode streams K and V from memory: request the rows two tiles ahead, a few cache lines
+    // per key, so that their misses overlap this tile's arithmetic without flooding the
+    // line-fill buffers.
+    if (problem.k_transposed == nullptr) {
+      const int64_t row_bytes = D * problem.k.stride[3] * DTypeSize(problem.k.dtype);
+      const int64_t ahead_end = std::min(block.key_end, first + 3 * kTile);
+      for (int64_t j = first + 2 * kTile; j < ahead_end; ++j) {
+        const std::byte* k_row = problem.k.Row(b, block.kv_head, j);
+        const std::byte* v_row = problem.v.Row(b, block.kv_head, j);
+        for (int64_t offset = 0; offset < row_bytes; offset += 64) {
+          hwy::Prefetch(k_row + offset);
+          hwy::Prefetch(v_row + offset);
+        }
+      }
+    }
     LoadTileRows(df, problem.v, b, block.kv_head, first, count, D, loop_dim, scratch.v, values);
     if (problem.k_transposed != nullptr) {
       const float* kt = problem.k_transposed +
