@@ -69,7 +69,9 @@ std::vector<RowBlock> PlanBlocks(const FlashProblem& p) {
               hi = std::max(hi, row_hi);
             }
           }
-          block.key_begin = lo < hi ? lo : 0;
+          // Tiles start at multiples of the tile size (keys before `lo` in the first tile are
+          // masked like any other): the pre-transposed K is read a whole tile at a time.
+          block.key_begin = lo < hi ? lo / flash_internal::kFlashTile * flash_internal::kFlashTile : 0;
           block.key_end = lo < hi ? hi : 0;
           blocks.push_back(block);
         }
@@ -146,10 +148,14 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
   SharedThreadPool(options.num_threads).ParallelFor(tasks, [&](int64_t task) {
     RowBlock block = blocks[task / splits];
     const int64_t split = task % splits;
-    const int64_t range = block.key_end - block.key_begin;
-    const int64_t begin = block.key_begin + range * split / splits;
-    block.key_end = block.key_begin + range * (split + 1) / splits;
-    block.key_begin = begin;
+    // Split boundaries on tile multiples too (see PlanBlocks).
+    const int64_t tiles = (block.key_end - block.key_begin + flash_internal::kFlashTile - 1) /
+                          flash_internal::kFlashTile;
+    const int64_t begin =
+        block.key_begin + tiles * split / splits * flash_internal::kFlashTile;
+    block.key_end = std::min(
+        block.key_end, block.key_begin + tiles * (split + 1) / splits * flash_internal::kFlashTile);
+    block.key_begin = std::min(begin, block.key_end);
     RowState* row_states = &states[task * kMaxBlockRows];
     if (simd) {
       flash_internal::ProcessBlockSimd(p, block, row_states);
