@@ -311,6 +311,20 @@ std::string FormatKernelStats(const KernelStatsMap& stats) {
   return text;
 }
 
+PropertySpec KernelLawProperty(
+    const std::string& name,
+    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionParams& params),
+    int cases) {
+  return {"attention/" + name + "/vs_reference", cases, [name, kernel] {
+            const KernelCase c = GenSampledCase();
+            const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
+            const KernelInputs in = Inputs(c);
+            Check(name, c, exact, kernel(in.q, in.k, in.v, in.params));
+            Classify(c);
+          }};
+}
+
 std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats) {
   return {KernelsVsReference(stats), EverySimdTarget(stats), DecodeEqualsPrefillLastRow(),
           ThreadsAndSplits(), BatchPermutation(), RingEqualsWindowedHistory()};

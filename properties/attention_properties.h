@@ -16,6 +16,8 @@
 
 #include "properties/property_runner.h"
 #include "reference/attention_comparison.h"
+#include "src/attention/attention_params.h"
+#include "src/tensor/tensor.h"
 
 namespace kvcheck::properties {
 
@@ -30,6 +32,13 @@ using KernelStatsMap = std::map<std::pair<std::string, std::string>, KernelStats
 std::string FormatKernelStats(const KernelStatsMap& stats);
 
 std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats);
+
+// One kernel against the reference on generated cases ("attention/<name>/vs_reference").
+PropertySpec KernelLawProperty(
+    const std::string& name,
+    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionParams& params),
+    int cases);
 
 }  // namespace kvcheck::properties
 

@@ -6,10 +6,8 @@
 #include "src/cache/registry.h"
 
 namespace kvcheck::properties {
-namespace {
 
-// Growth law: over a long sequence of appends of random sizes, bytes copied by growth never
-// exceed 3x the bytes appended (geometric growth; linear growth by a fixed step breaks it).
+// Geometric growth keeps the law; linear growth by a fixed step breaks it.
 PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
   return PropertySpec{
       absl::StrCat("cache/", strategy.name, "/growth_law"), 60, [&strategy] {
@@ -37,8 +35,6 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
         }
       }};
 }
-
-}  // namespace
 
 std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats) {
   std::vector<PropertySpec> properties;

@@ -20,6 +20,10 @@ using CacheMachineStatsMap = std::map<std::string, CacheMachineStats>;
 // strategy whose buffers grow (amortised growth, not a fixed window).
 std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats);
 
+// Growth law for one strategy ("cache/<name>/growth_law"): over long sequences of appends of
+// random sizes, bytes copied by growth never exceed 3x the bytes appended.
+PropertySpec GrowthLawProperty(const CacheStrategy& strategy);
+
 }  // namespace kvcheck::properties
 
 #endif  // KVCHECK_PROPERTIES_CACHE_PROPERTIES_H_

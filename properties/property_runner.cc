@@ -1,5 +1,6 @@
 #include "properties/property_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -97,6 +98,9 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   } else if (result.is<FailureResult>()) {
     const FailureResult& failure = result.get<FailureResult>();
     outcome.cases = failure.numSuccess;
+    for (const auto& [type, value] : failure.counterExample) {
+      outcome.counterexample_lines += 1 + static_cast<int>(std::count(value.begin(), value.end(), '\n'));
+    }
     Configuration config;
     config.testParams.seed = params.seed;
     config.reproduce[spec.name] = failure.reproduce;

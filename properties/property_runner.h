@@ -52,6 +52,7 @@ struct PropertyOutcome {
   double seconds = 0;
   std::string message;         // RapidCheck's report; on failure the shrunk counterexample
   std::string replay;          // on failure: how to replay it
+  int counterexample_lines = 0;  // on failure: lines of the shrunk counterexample (commands)
   std::map<std::vector<std::string>, int> distribution;  // RC_CLASSIFY / RC_TAG counts
 };
 

@@ -1,0 +1,188 @@
+#include "defects/defect_registry.h"
+
+#include "defects/candle_prealloc_cache.h"
+#include "defects/candle_ring_cache.h"
+#include "defects/candle_scattered_cache.h"
+#include "defects/defective_attention.h"
+#include "defects/raw_interleaved_cache.h"
+
+namespace kvcheck::defects {
+namespace {
+
+template <PreallocDefect kDefect>
+absl::StatusOr<std::unique_ptr<KvCache>> MakePrealloc(const CacheConfig& config) {
+  return CandlePreallocCache::Create(kDefect, config);
+}
+
+template <RingDefect kDefect>
+absl::StatusOr<std::unique_ptr<KvCache>> MakeRing(const CacheConfig& config) {
+  return CandleRingCache::Create(kDefect, config);
+}
+
+template <AttentionDefect kDefect>
+absl::StatusOr<Tensor> Kernel(const Tensor& q, const Tensor& k, const Tensor& v,
+                              const AttentionParams& params) {
+  return DefectiveAttention(kDefect, q, k, v, params);
+}
+
+constexpr CacheStrategy kNoStrategy{"", "", {}, false, false, false, nullptr};
+
+// {name, summary, default config, windowed, amortized growth, per-row, factory}
+constexpr CacheStrategy Prealloc(const char* name, const char* summary,
+                                 absl::StatusOr<std::unique_ptr<KvCache>> (*create)(const CacheConfig&)) {
+  return CacheStrategy{name, summary, {4, 0}, false, true, false, create};
+}
+
+const Defect kDefects[] = {
+    {"prealloc_clone_shares_buffer",
+     "seed 000 (KvCache clone, 'c2 read again'); candle kv_cache.rs Cache derives Clone",
+     "Fork copies the buffer handle: both caches write the same storage at their own lengths, "
+     "so an append to one overwrites rows the other shows.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     Prealloc("prealloc_clone_shares_buffer", "clone shares the buffer",
+              &MakePrealloc<PreallocDefect::kCloneSharesBuffer>),
+     nullptr},
+    {"prealloc_rejects_noncontiguous_prefill",
+     "seed 000 ('slice-set only supports contiguous tensors'); candle Cache::append",
+     "The write requires a contiguous source: a (B, S, KH, D).transpose(1, 2) prefill fails, a "
+     "single-token decode (size-1 dims are exempt from contiguity) passes.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     Prealloc("prealloc_rejects_noncontiguous_prefill", "slice_set needs contiguous input",
+              &MakePrealloc<PreallocDefect::kRejectsNonContiguousPrefill>),
+     nullptr},
+    {"prealloc_grows_only_once",
+     "candle before PR #3035 (growth `if` instead of `while`); seed 000 worked example",
+     "An append that needs more than one growth step grows once, then fails (capacity 4, "
+     "append 10: grows to 8, then the write fails).",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     Prealloc("prealloc_grows_only_once", "grows by one step only",
+              &MakePrealloc<PreallocDefect::kGrowsOnlyOnce>),
+     nullptr},
+    {"prealloc_zero_capacity_loop",
+     "candle KvCache::new(dim, 0): grow_by = 0, `while cur + n > max` never ends",
+     "Capacity 0 grows by 0 forever; the model cuts the loop after a step budget and reports it "
+     "as an error instead of hanging.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     Prealloc("prealloc_zero_capacity_loop", "capacity 0 never grows",
+              &MakePrealloc<PreallocDefect::kZeroCapacityNeverTerminates>),
+     nullptr},
+    {"prealloc_linear_growth",
+     "candle Cache::grow_by (fixed at the initial capacity)",
+     "Growth by a fixed step: contents are right, but each growth copies the whole buffer, so "
+     "copying is quadratic in the sequence length.",
+     DefectKind::kCache, Killer::kGrowthLaw, DType::kF32,
+     Prealloc("prealloc_linear_growth", "linear growth", &MakePrealloc<PreallocDefect::kLinearGrowth>),
+     nullptr},
+    {"prealloc_reset_keeps_stale_rows",
+     "candle Cache::reset keeps max_seq_len; RawInterleavedKvCache::reset keeps the data",
+     "Reset rewinds the length but keeps the buffer and the old view length: rows of the "
+     "previous sequence stay visible after the reset.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     Prealloc("prealloc_reset_keeps_stale_rows", "stale rows after reset",
+              &MakePrealloc<PreallocDefect::kResetKeepsStaleRows>),
+     nullptr},
+    {"prealloc_k_then_v_fails",
+     "candle KvCache::append (k_cache.append(k)?; v_cache.append(v)?, no rollback)",
+     "K is appended, then the V append fails (a non-contiguous V): K has advanced and V has "
+     "not, and every later view is out of step.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     Prealloc("prealloc_k_then_v_fails", "K and V out of step",
+              &MakePrealloc<PreallocDefect::kHalvesOutOfStep>),
+     nullptr},
+    {"interleaved_zero_capacity_oob",
+     "seed 000 (RawInterleavedKvCache::new(3, 64, 0) panics: range end index 64 out of range)",
+     "The buffer doubles when full; 0 doubles to 0 and the position is written past the end of "
+     "the allocation: an out-of-bounds heap write in C++.",
+     DefectKind::kCache, Killer::kAddressSanitizer, DType::kF32,
+     CacheStrategy{"interleaved_zero_capacity_oob", "0 doubles to 0", {0, 0}, false, true, false,
+                   &RawInterleavedCache::Create},
+     nullptr},
+    {"ring_positions_wrong_at_n_eq_w",
+     "candle RotatingCache::positions(n) for n == M with offset != 0 (spec 2.3)",
+     "An append of S >= W writes the last W tokens in time order and resets the offset, but the "
+     "slot positions come from the rotated formula with the old offset.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     CacheStrategy{"ring_positions_wrong_at_n_eq_w", "positions rotated for a full chunk", {0, 8},
+                   true, true, false, &MakeRing<RingDefect::kPositionsRotatedForFullChunk>},
+     nullptr},
+    {"ring_chunk_returns_chunk_only",
+     "candle RotatingCache::append for n >= M returns src; attn_mask(n >= M) allows M + 1 keys",
+     "An append of S >= W returns the chunk (S tokens) instead of the W visible ones: history "
+     "is dropped and a query sees more than W keys.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     CacheStrategy{"ring_chunk_returns_chunk_only", "returns the whole chunk", {0, 8}, true, true,
+                   false, &MakeRing<RingDefect::kChunkReturnsChunkOnly>},
+     nullptr},
+    {"scattered_long_prompt_skips_write",
+     "candle ScatteredKvCache::append with context <= T (spec 2.4 defect)",
+     "A prompt of S >= context advances the row's positions without writing the cache; the next "
+     "decode attends to zero or stale slots.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     CacheStrategy{"scattered_long_prompt_skips_write", "long prompt not written", {0, 8}, true,
+                   true, true, &CandleScatteredCache::Create},
+     nullptr},
+    {"attention_no_rescale", "online softmax (candle online_softmax_step, written wrong)",
+     "When the running max grows, the accumulator is not scaled by exp(m_old - m_new).",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kNoRescaleOnNewMax>},
+    {"attention_half_precision_dot",
+     "candle causal_decode_generic: T::vec_dot rounds the f32 sum to f16/bf16 (spec 3.4 defect B)",
+     "The dot product is rounded to the input's half precision before scaling.",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kBF16, kNoStrategy,
+     &Kernel<AttentionDefect::kHalfPrecisionDot>},
+    {"attention_gqa_modulo", "a classic GQA mapping mistake",
+     "Query head h reads KV head h % KH instead of h / (H / KH).",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kGqaModulo>},
+    {"attention_causal_top_left", "candle AttnMask::causal() = kv_offset 0 (spec 3.4)",
+     "Causal alignment top-left: query i sits at position i instead of Skv - Sq + i, so new "
+     "tokens do not see the cached history.",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kCausalTopLeft>},
+    {"attention_softcap_decode_bias", "candle causal_decode_f32 (spec 3.4 defect A, D17)",
+     "With softcap on and ALiBi off, decode adds a spurious (kpos - qpos) bias to every score.",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kSoftcapDecodeBias>},
+    {"attention_masked_row_nan", "softmax over all -inf (candle unfused path, spec 3.7)",
+     "A row with no allowed key comes out NaN (0 / 0) instead of 0.",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kMaskedRowNaN>},
+    {"decoder_mask_from_zero", "seed 004 exercise: mask sliced from 0, not the position pointer",
+     "Pending: needs the decoders (issue 6).", DefectKind::kDecoder, Killer::kPending,
+     DType::kF32, kNoStrategy, nullptr},
+    {"decoder_no_reset_between_generations", "seed 004 exercise: reset_cache not called",
+     "Pending: needs the decoders (issue 6).", DefectKind::kDecoder, Killer::kPending,
+     DType::kF32, kNoStrategy, nullptr},
+    {"decoder_positions_restart_at_zero", "seed 004 exercise: position ids from 0 when cached",
+     "Pending: needs the decoders (issue 6).", DefectKind::kDecoder, Killer::kPending,
+     DType::kF32, kNoStrategy, nullptr},
+};
+
+}  // namespace
+
+absl::Span<const Defect> Defects() { return kDefects; }
+
+const Defect* FindDefect(const std::string& name) {
+  for (const Defect& defect : kDefects) {
+    if (name == defect.name) return &defect;
+  }
+  return nullptr;
+}
+
+const char* KillerName(Killer killer) {
+  switch (killer) {
+    case Killer::kCacheStateMachine:
+      return "cache state machine";
+    case Killer::kGrowthLaw:
+      return "growth law";
+    case Killer::kKernelLaws:
+      return "kernel laws";
+    case Killer::kAddressSanitizer:
+      return "state machine under ASan";
+    case Killer::kPending:
+      return "pending";
+  }
+  return "?";
+}
+
+}  // namespace kvcheck::defects
