@@ -16,6 +16,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "defects/defect_kill.h"
+#include "defects/defect_registry.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
 
@@ -26,6 +28,8 @@ ABSL_FLAG(std::string, only, "", "Run only the properties whose name starts with
 ABSL_FLAG(std::string, reproduce, "",
           "A RapidCheck reproduce string from a failure report: replays the shrunk case.");
 ABSL_FLAG(bool, list, false, "List the properties and their default case counts, then exit.");
+ABSL_FLAG(bool, defects, true,
+          "After the properties, run the defect catalogue (each defect must be killed).");
 
 namespace kvcheck {
 namespace {
@@ -119,9 +123,36 @@ int Run() {
                 "attention):\n%s",
                 suite.soundness->Report().c_str());
   }
-  const int failed = static_cast<int>(outcomes.size()) - passed;
+  int failed = static_cast<int>(outcomes.size()) - passed;
   std::printf("\n%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+
+  // The defect catalogue: every defect must be killed by its property within its budget.
+  int survived = 0;
+  if (absl::GetFlag(FLAGS_defects) && absl::GetFlag(FLAGS_only).empty()) {
+    std::printf("\nDefect catalogue (each must be killed):\n%s",
+                defects::KillTableHeader().c_str());
+    for (const defects::Defect& defect : defects::Defects()) {
+      if (defect.killer == defects::Killer::kPending) {
+        std::printf("%-40s %-48s %s\n", defect.name, "(needs the decoders)", "pending");
+        continue;
+      }
+      if (defect.killer == defects::Killer::kAddressSanitizer) {
+        // An out-of-bounds write cannot be observed safely in this process; it is killed by
+        // //defects:oob_defect_asan_test (linked with AddressSanitizer) and the cache fuzzer.
+        std::printf("%-40s %-48s %s\n", defect.name, "(//defects:oob_defect_asan_test)",
+                    "ASan only");
+        continue;
+      }
+      properties::RunOptions kill_options = options;
+      kill_options.progress = nullptr;
+      const defects::KillResult result = defects::RunKill(defect, kill_options);
+      std::printf("%s", defects::FormatKillRow(result).c_str());
+      std::fflush(stdout);
+      if (!result.killed) ++survived;
+    }
+    std::printf("\n%d defects survived\n", survived);
+  }
+  return failed == 0 && survived == 0 ? 0 : 1;
 }
 
 }  // namespace
