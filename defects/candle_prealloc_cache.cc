@@ -63,11 +63,13 @@ absl::Status CandlePreallocCache::AppendHalf(Tensor& buffer, int64_t length, con
   // candle grows by a fixed step: `while` (or `if`, before PR #3035) cur + n > max.
   int64_t steps = 0;
   while (length + seq > buffer.dim(2)) {
-    const int64_t grow_by = defect_ == PreallocDefect::kLinearGrowth ||
-                                    defect_ == PreallocDefect::kZeroCapacityNeverTerminates ||
-                                    defect_ == PreallocDefect::kGrowsOnlyOnce
-                                ? initial_capacity_
-                                : std::max<int64_t>(buffer.dim(2), 1);  // doubling otherwise
+    // Each model keeps to its own defect: the fixed step of the linear and grow-once models
+    // is at least 1, so that only prealloc_zero_capacity_loop hangs at capacity 0.
+    int64_t grow_by = std::max<int64_t>(buffer.dim(2), 1);  // doubling otherwise
+    if (defect_ == PreallocDefect::kZeroCapacityNeverTerminates) grow_by = initial_capacity_;
+    if (defect_ == PreallocDefect::kLinearGrowth || defect_ == PreallocDefect::kGrowsOnlyOnce) {
+      grow_by = std::max<int64_t>(initial_capacity_, 1);
+    }
     if (++steps > kGrowthStepBudget) {
       return absl::DeadlineExceededError(absl::StrCat(
           name_, ": growth loop ran ", kGrowthStepBudget, " steps (grow_by ", grow_by, ")"));

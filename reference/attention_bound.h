@@ -33,6 +33,10 @@ struct BoundModel {
 // Magnitudes of one key's score pipeline, from exact arithmetic.
 struct ScoreParts {
   double dot_abs_scaled = 0;  // |scale| * sum_d |q_d * k_d|
+  // The largest f32 intermediate of the dot product in any order a kernel may use: the
+  // unscaled sum_d |q_d k_d| (product first, scale after), |scale| * max_d |q_d| (query scaled
+  // first) and dot_abs_scaled. Only for the no-overflow guard, not for the bound itself.
+  double dot_intermediate_abs = 0;
   double raw_abs = 0;         // |scale * <q, k>|, before softcap
   double capped_abs = 0;      // |c * tanh(raw / c)| (== raw_abs without softcap)
   double bias_abs = 0;        // |ALiBi bias|

@@ -41,15 +41,19 @@ std::vector<KeyScore> ScoreRow(const AttentionProblem& p, int64_t b, int64_t h, 
     if (std::isinf(mask_value) && mask_value < 0) continue;
     KeyScore key{j, Real(0), {}};
     Real dot = 0;
-    double dot_abs = 0;
+    double dot_abs = 0, q_abs_max = 0;
     for (int64_t d = 0; d < p.head_dim; ++d) {
       const float qd = p.q[p.QIndex(b, h, i, d)];
       const float kd = p.k[p.KvIndex(b, kv_head, j, d)];
       dot += Real(qd) * Real(kd);
       dot_abs += std::fabs(static_cast<double>(qd) * static_cast<double>(kd));
+      q_abs_max = std::max(q_abs_max, std::fabs(static_cast<double>(qd)));
     }
     Real s = scale * dot;
-    key.parts.dot_abs_scaled = ToDouble(abs(scale)) * dot_abs;
+    const double scale_abs = ToDouble(abs(scale));
+    key.parts.dot_abs_scaled = scale_abs * dot_abs;
+    key.parts.dot_intermediate_abs =
+        std::max({dot_abs, scale_abs * q_abs_max, key.parts.dot_abs_scaled});
     key.parts.raw_abs = std::fabs(ToDouble(s));
     if (p.softcap > 0) {
       const Real cap(p.softcap);
@@ -96,7 +100,8 @@ void ComputeRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, cons
     if (IsNaN(key.score) || (IsInf(key.score) && key.score > 0)) row_nan = true;
     if (!(IsInf(key.score) && key.score < 0)) all_minus_inf = false;
     if (key.score > max_score) max_score = key.score;
-    if (!(key.parts.dot_abs_scaled < kOverflowGuard) || !(key.parts.final_abs < kOverflowGuard)) {
+    if (!(key.parts.dot_intermediate_abs < kOverflowGuard) ||
+        !(key.parts.final_abs < kOverflowGuard)) {
       overflow = true;
     }
     if (IsFinite(key.score)) max_abs = std::max(max_abs, key.parts.final_abs);

@@ -35,6 +35,14 @@ FusedDims<kNumLayouts> Fuse(const std::array<const Layout*, kNumLayouts>& layout
     KV_CHECK(layouts[l]->shape() == first.shape());
     fused.offsets[l] = layouts[l]->offset();
   }
+  if (first.num_elements() == 0) {
+    // Nothing to visit. An empty view's strides may be anything (found by the tensor_ops
+    // fuzzer: stride 2^62 beside a zero-size dimension), so the fusing products below must
+    // not be formed for it.
+    fused.shape.push_back(0);
+    for (int l = 0; l < kNumLayouts; ++l) fused.strides[l].push_back(1);
+    return fused;
+  }
   for (int d = 0; d < first.rank(); ++d) {
     const int64_t size = first.dim(d);
     if (size == 1) continue;

@@ -174,3 +174,26 @@ TEST(Tensor, CastAndCopyIntoConvert) {
 
 }  // namespace
 }  // namespace kvcheck
+
+namespace kvcheck {
+namespace {
+
+// Found by the tensor_ops fuzzer (fuzz/regressions/tensor_ops/crash-86267baa...): an empty
+// view may carry any stride, and traversing it must not form stride * size products
+// (signed overflow under UBSan).
+TEST(Tensor, EmptyViewWithHugeStrideIsTraversedSafely) {
+  absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(DType::kF32, 4);
+  ASSERT_TRUE(storage.ok());
+  absl::StatusOr<Layout> layout =
+      Layout::Strided({2, 9, 0}, {int64_t{1} << 62, int64_t{1} << 62, 1}, 0);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<Tensor> view = Tensor::View(*storage, *layout);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_TRUE(view->ToBits().empty());
+  absl::StatusOr<Tensor> copy = Contiguous(*view);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->num_elements(), 0);
+}
+
+}  // namespace
+}  // namespace kvcheck
