@@ -1,0 +1,188 @@
+#include "src/model/decoder.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck::model {
+namespace {
+
+// A [S, heads, D] row-major buffer as the (1, heads, S, D) tensor attention and caches take:
+// a transposed (non-contiguous) view of a new contiguous tensor.
+absl::StatusOr<Tensor> HeadsView(const float* data, int64_t S, int64_t heads, int64_t D) {
+  KV_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(DType::kF32, {1, S, heads, D}));
+  std::copy(data, data + S * heads * D, t.data<float>());
+  return Transpose(t, 1, 2);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights) {
+  KV_RETURN_IF_ERROR(ValidateDecoderConfig(weights.config));
+  DecoderWeights& w = weights;
+  absl::Status status;
+  ForEachWeight(w, [&](const std::string& name, const std::vector<int64_t>& shape,
+                       std::vector<float>& data) {
+    const int64_t expected =
+        std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+    if (status.ok() && static_cast<int64_t>(data.size()) != expected) {
+      status = absl::InvalidArgumentError(absl::StrCat("decoder: tensor ", name, " has ",
+                                                       data.size(), " values, expected ",
+                                                       expected));
+    }
+  });
+  KV_RETURN_IF_ERROR(status);
+  return std::unique_ptr<Decoder>(new Decoder(std::move(weights)));
+}
+
+absl::StatusOr<std::vector<float>> Decoder::Forward(absl::Span<const int32_t> tokens,
+                                                    ForwardPositions positions,
+                                                    absl::Span<KvCache* const> caches,
+                                                    const ForwardOptions& options) const {
+  const DecoderConfig& c = config();
+  const int64_t S = static_cast<int64_t>(tokens.size());
+  if (S == 0) return absl::InvalidArgumentError("decoder: no tokens to run");
+  for (int64_t i = 0; i < S; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("decoder: token ", i, " is ", tokens[i],
+                                                     "; the vocabulary is [0, ", c.vocab_size,
+                                                     ")"));
+    }
+  }
+  if (positions.first < 0 || positions.query_first < 0 ||
+      positions.first > c.context_length - S) {
+    return absl::OutOfRangeError(absl::StrCat("decoder: positions [", positions.first, ", ",
+                                              positions.first + S, ") pass the context length ",
+                                              c.context_length));
+  }
+  if (!caches.empty() && static_cast<int64_t>(caches.size()) != c.num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder: ", caches.size(), " caches for ",
+                                                   c.num_layers, " layers"));
+  }
+  if (!options.layer_windows.empty() &&
+      static_cast<int64_t>(options.layer_windows.size()) != c.num_layers) {
+    return absl::InvalidArgumentError("decoder: layer_windows needs one window per layer");
+  }
+  if (options.logits_rows < 1 || options.logits_rows > S) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder: logits_rows ", options.logits_rows,
+                                                   " outside [1, ", S, "]"));
+  }
+  const int64_t W = c.width;
+  // x = token embedding (+ position embedding for gpt2).
+  std::vector<float> x(S * W);
+  for (int64_t i = 0; i < S; ++i) {
+    const float* e = weights_.token_embedding.data() + int64_t{tokens[i]} * W;
+    std::copy(e, e + W, x.begin() + i * W);
+    if (c.kind == DecoderKind::kGpt2) {
+      const float* p = weights_.position_embedding.data() + (positions.first + i) * W;
+      for (int64_t j = 0; j < W; ++j) x[i * W + j] += p[j];
+    }
+  }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const int64_t window =
+        options.layer_windows.empty() ? c.layer_window(l) : options.layer_windows[l];
+    KV_RETURN_IF_ERROR(Layer(l, x, S, positions, caches.empty() ? nullptr : caches[l], window,
+                             options));
+  }
+  // Final norm and the tied head over the last logits_rows rows.
+  const int64_t rows = options.logits_rows;
+  const float* last = x.data() + (S - rows) * W;
+  std::vector<float> normed(rows * W);
+  if (c.kind == DecoderKind::kGpt2) {
+    LayerNorm(last, rows, W, weights_.final_norm_weight.data(), weights_.final_norm_bias.data(),
+              c.norm_eps, normed.data());
+  } else {
+    RmsNorm(last, rows, W, weights_.final_norm_weight.data(), c.norm_eps, normed.data());
+  }
+  std::vector<float> logits(rows * c.vocab_size);
+  Linear(normed.data(), rows, W, weights_.token_embedding.data(), nullptr, c.vocab_size,
+         logits.data(), options.matmul);
+  return logits;
+}
+
+absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
+                            ForwardPositions positions, KvCache* cache, int64_t window,
+                            const ForwardOptions& options) const {
+  const DecoderConfig& c = config();
+  const LayerWeights& w = weights_.layers[layer];
+  const bool gpt2 = c.kind == DecoderKind::kGpt2;
+  const int64_t W = c.width, H = c.num_heads, KH = c.num_kv_heads, D = c.head_dim(),
+                F = c.mlp_hidden;
+  auto bias = [gpt2](const std::vector<float>& b) { return gpt2 ? b.data() : nullptr; };
+
+  // Attention block: h = norm(x); q, k, v projections; RoPE (llama); cache; attention.
+  std::vector<float> h(S * W);
+  if (gpt2) {
+    LayerNorm(x.data(), S, W, w.attn_norm_weight.data(), w.attn_norm_bias.data(), c.norm_eps,
+              h.data());
+  } else {
+    RmsNorm(x.data(), S, W, w.attn_norm_weight.data(), c.norm_eps, h.data());
+  }
+  std::vector<float> q(S * H * D), k(S * KH * D), v(S * KH * D);
+  Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul);
+  Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KH * D, k.data(), options.matmul);
+  Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KH * D, v.data(), options.matmul);
+  if (!gpt2) {
+    ApplyRope(q.data(), S, H, D, positions.first, c.rope_theta);
+    ApplyRope(k.data(), S, KH, D, positions.first, c.rope_theta);
+  }
+  KV_ASSIGN_OR_RETURN(Tensor q_view, HeadsView(q.data(), S, H, D));
+  KV_ASSIGN_OR_RETURN(Tensor k_view, HeadsView(k.data(), S, KH, D));
+  KV_ASSIGN_OR_RETURN(Tensor v_view, HeadsView(v.data(), S, KH, D));
+  AttentionParams params;
+  params.causal = true;
+  params.window = window;
+  params.q_positions.resize(S);
+  std::iota(params.q_positions.begin(), params.q_positions.end(), positions.query_first);
+  Tensor keys = k_view, values = v_view;
+  if (cache != nullptr) {
+    KV_ASSIGN_OR_RETURN(CacheView view, cache->Append(k_view, v_view));
+    keys = view.k;
+    values = view.v;
+    params.kv_positions = std::move(view.positions);
+  } else {
+    params.kv_positions.resize(S);
+    std::iota(params.kv_positions.begin(), params.kv_positions.end(), positions.first);
+  }
+  const AttentionKernel* kernel =
+      options.kernel != nullptr ? options.kernel : FindAttentionKernel("flash");
+  KV_ASSIGN_OR_RETURN(Tensor out, kernel->run(q_view, keys, values, params, options.num_threads));
+  // (1, H, S, D) -> [S, H * D].
+  const std::vector<float> heads = out.ToFloats();
+  std::vector<float> merged(S * H * D);
+  for (int64_t hh = 0; hh < H; ++hh) {
+    for (int64_t s = 0; s < S; ++s) {
+      std::copy_n(heads.begin() + (hh * S + s) * D, D, merged.begin() + (s * H + hh) * D);
+    }
+  }
+  std::vector<float> attn(S * W);
+  Linear(merged.data(), S, H * D, w.wo.data(), bias(w.bo), W, attn.data(), options.matmul);
+  for (int64_t i = 0; i < S * W; ++i) x[i] += attn[i];
+
+  // MLP block: x += down(act(up(norm(x)))).
+  if (gpt2) {
+    LayerNorm(x.data(), S, W, w.mlp_norm_weight.data(), w.mlp_norm_bias.data(), c.norm_eps,
+              h.data());
+  } else {
+    RmsNorm(x.data(), S, W, w.mlp_norm_weight.data(), c.norm_eps, h.data());
+  }
+  std::vector<float> up(S * F);
+  Linear(h.data(), S, W, w.w_up.data(), bias(w.b_up), F, up.data(), options.matmul);
+  if (gpt2) {
+    GeluInPlace(up.data(), S * F);
+  } else {
+    std::vector<float> gate(S * F);
+    Linear(h.data(), S, W, w.w_gate.data(), nullptr, F, gate.data(), options.matmul);
+    SwiGluInPlace(gate.data(), up.data(), S * F);
+    up.swap(gate);
+  }
+  std::vector<float> down(S * W);
+  Linear(up.data(), S, F, w.w_down.data(), bias(w.b_down), W, down.data(), options.matmul);
+  for (int64_t i = 0; i < S * W; ++i) x[i] += down[i];
+  return absl::OkStatus();
+}
+
+}  // namespace kvcheck::model

@@ -1,0 +1,75 @@
+// File: decoder.h
+// Decoder: the forward pass of a gpt2 or llama decoder (decoder_config.h) over a chunk of
+// tokens, with one KV cache per layer or none.
+//
+// Forward(tokens, positions, caches, options):
+//   - token i sits at absolute position positions.first + i: gpt2 adds position embedding
+//     row first + i, llama rotates q and k by that position (RoPE);
+//   - with caches (one per layer), each layer appends the chunk's K and V, given as
+//     (1, KH, S, D) views transposed out of the [S, KH, D] projection (the seed's
+//     non-contiguous prefill), and attends to what the cache returns; without caches it
+//     attends to the chunk's own K and V (a full recomputation feeds the whole sequence);
+//   - attention is causal with the query of token i at positions.query_first + i (the mask is
+//     built from absolute positions; correct callers pass query_first == first), and
+//     layer_windows[l] > 0 restricts layer l to that many most recent positions;
+//   - returns the logits of the last `logits_rows` tokens, [logits_rows, V] row-major.
+// Errors: kInvalidArgument for an empty chunk, a token outside [0, V), a wrong number of
+// caches or windows, logits_rows outside [1, S]; kOutOfRange if a position passes
+// context_length; kNotFound for an unknown kernel; then those of the caches and kernels.
+// Arguments are validated before any cache is touched.
+#ifndef KVCHECK_SRC_MODEL_DECODER_H_
+#define KVCHECK_SRC_MODEL_DECODER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "src/cache/kv_cache.h"
+#include "src/model/attention_kernels.h"
+#include "src/model/decoder_weights.h"
+#include "src/model/layer_ops.h"
+
+namespace kvcheck::model {
+
+struct ForwardPositions {
+  int64_t first = 0;        // position of tokens[0] (embeddings, RoPE)
+  int64_t query_first = 0;  // position the causal mask gives tokens[0]
+};
+
+struct ForwardOptions {
+  const AttentionKernel* kernel = nullptr;  // nullptr: "flash"
+  int num_threads = 1;
+  MatmulPath matmul = MatmulPath::kBlas;
+  std::vector<int64_t> layer_windows;  // one per layer (0: full); empty: the config's windows
+  int64_t logits_rows = 1;
+};
+
+class Decoder {
+ public:
+  // Errors: ValidateDecoderConfig, and kInvalidArgument if a tensor has the wrong size.
+  static absl::StatusOr<std::unique_ptr<Decoder>> Create(DecoderWeights weights);
+
+  const DecoderConfig& config() const { return weights_.config; }
+  const DecoderWeights& weights() const { return weights_; }
+
+  // `caches` is empty (no cache) or holds one cache per layer.
+  absl::StatusOr<std::vector<float>> Forward(absl::Span<const int32_t> tokens,
+                                             ForwardPositions positions,
+                                             absl::Span<KvCache* const> caches,
+                                             const ForwardOptions& options) const;
+
+ private:
+  explicit Decoder(DecoderWeights weights) : weights_(std::move(weights)) {}
+
+  // One layer over x [S, W] in place.
+  absl::Status Layer(int64_t layer, std::vector<float>& x, int64_t S, ForwardPositions positions,
+                     KvCache* cache, int64_t window, const ForwardOptions& options) const;
+
+  DecoderWeights weights_;
+};
+
+}  // namespace kvcheck::model
+
+#endif  // KVCHECK_SRC_MODEL_DECODER_H_

@@ -1,0 +1,168 @@
+// Unit tests of the decoders and the generation loop: argument errors, the weight file round
+// trip, and cached generation equal to recomputation on small fixed configurations (the
+// generated configurations are properties/generation_properties.cc).
+#include "src/model/generator.h"
+
+#include <cstdio>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvcheck::model {
+namespace {
+
+DecoderConfig SmallGpt2() {
+  DecoderConfig c;
+  c.kind = DecoderKind::kGpt2;
+  c.vocab_size = 61;
+  c.context_length = 64;
+  c.width = 32;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 4;
+  c.mlp_hidden = 128;
+  return c;
+}
+
+DecoderConfig SmallLlama() {
+  DecoderConfig c;
+  c.kind = DecoderKind::kLlama;
+  c.vocab_size = 53;
+  c.context_length = 64;
+  c.width = 32;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.mlp_hidden = 48;
+  c.sliding_window = 5;
+  return c;
+}
+
+std::unique_ptr<Decoder> MakeDecoder(const DecoderConfig& config, uint64_t seed = 7) {
+  absl::StatusOr<DecoderWeights> weights = RandomWeights(config, seed);
+  EXPECT_TRUE(weights.ok()) << weights.status();
+  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(*std::move(weights));
+  EXPECT_TRUE(decoder.ok()) << decoder.status();
+  return *std::move(decoder);
+}
+
+std::vector<int32_t> Generate(const Decoder& decoder, GenerationOptions options,
+                              const std::vector<int32_t>& prompt, int64_t n) {
+  absl::StatusOr<std::unique_ptr<Generator>> g = Generator::Create(&decoder, options);
+  EXPECT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<Generation> out = (*g)->Generate(prompt, n);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? out->tokens : std::vector<int32_t>{};
+}
+
+TEST(DecoderConfigTest, RejectsBadShapes) {
+  DecoderConfig c = SmallGpt2();
+  c.width = 30;  // not a multiple of 4 heads
+  EXPECT_EQ(ValidateDecoderConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c = SmallLlama();
+  c.num_kv_heads = 3;
+  EXPECT_EQ(ValidateDecoderConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c = SmallGpt2();
+  c.vocab_size = 0;
+  EXPECT_EQ(ValidateDecoderConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecoderConfig::Gpt2Small().num_parameters(), 124439808);  // GPT-2 124M, tied head
+}
+
+TEST(DecoderWeightsTest, FileRoundTrip) {
+  const DecoderConfig config = SmallLlama();
+  absl::StatusOr<DecoderWeights> weights = RandomWeights(config, 3);
+  ASSERT_TRUE(weights.ok());
+  const std::string path = ::testing::TempDir() + "/weights.bin";
+  ASSERT_TRUE(SaveWeights(*weights, path).ok());
+  absl::StatusOr<DecoderWeights> loaded = LoadWeights(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->config.ToString(), config.ToString());
+  EXPECT_EQ(loaded->layers[2].w_gate, weights->layers[2].w_gate);
+  EXPECT_EQ(loaded->token_embedding, weights->token_embedding);
+  // A truncated file is an error, not a crash.
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  ASSERT_EQ(truncate(path.c_str(), 100), 0);
+  EXPECT_EQ(LoadWeights(path).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(LoadWeights(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(DecoderTest, ForwardRejectsBadArguments) {
+  const std::unique_ptr<Decoder> decoder = MakeDecoder(SmallGpt2());
+  ForwardOptions options;
+  EXPECT_EQ(decoder->Forward({}, {}, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const int32_t bad[] = {61};
+  EXPECT_EQ(decoder->Forward(bad, {}, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const int32_t ok[] = {1, 2};
+  EXPECT_EQ(decoder->Forward(ok, {63, 63}, {}, options).status().code(),
+            absl::StatusCode::kOutOfRange);
+  options.logits_rows = 3;
+  EXPECT_EQ(decoder->Forward(ok, {}, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GeneratorTest, UnknownStrategyOrKernel) {
+  const std::unique_ptr<Decoder> decoder = MakeDecoder(SmallGpt2());
+  GenerationOptions options;
+  options.cache_strategy = "nope";
+  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(),
+            absl::StatusCode::kNotFound);
+  options.cache_strategy = "ring";  // windowed without a window
+  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.attention_kernel = "nope";
+  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(GeneratorTest, PositionPointerStaysOnError) {
+  const std::unique_ptr<Decoder> decoder = MakeDecoder(SmallGpt2());
+  absl::StatusOr<std::unique_ptr<Generator>> g = Generator::Create(decoder.get(), {});
+  ASSERT_TRUE(g.ok());
+  const int32_t tokens[] = {1, 2, 3};
+  ASSERT_TRUE((*g)->Feed(tokens).ok());
+  EXPECT_EQ((*g)->position(), 3);
+  const int32_t bad[] = {5, 99};
+  EXPECT_FALSE((*g)->Feed(bad).ok());
+  EXPECT_EQ((*g)->position(), 3);
+}
+
+// Seed 004's check, on fixed small models: every strategy and kernel generates the tokens of
+// full recomputation (windowed strategies: recomputation over the same window).
+TEST(GeneratorTest, CachedGenerationEqualsRecomputation) {
+  for (const DecoderConfig& config : {SmallGpt2(), SmallLlama()}) {
+    const std::unique_ptr<Decoder> decoder = MakeDecoder(config);
+    const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9};
+    for (const AttentionKernel& kernel : AttentionKernels()) {
+      for (const CacheStrategy& strategy : CacheStrategies()) {
+        GenerationOptions cached;
+        cached.cache_strategy = strategy.name;
+        cached.attention_kernel = kernel.name;
+        cached.cache_window = strategy.windowed ? 7 : 0;
+        GenerationOptions uncached = cached;
+        uncached.cache_strategy = "none";
+        EXPECT_EQ(Generate(*decoder, cached, prompt, 30), Generate(*decoder, uncached, prompt, 30))
+            << config.ToString() << " " << strategy.name << " " << kernel.name;
+      }
+    }
+  }
+}
+
+TEST(GeneratorTest, SeededSamplingIsReproducible) {
+  const std::unique_ptr<Decoder> decoder = MakeDecoder(SmallLlama());
+  GenerationOptions options;
+  options.temperature = 0.8f;
+  options.sampling_seed = 42;
+  const std::vector<int32_t> a = Generate(*decoder, options, {1, 2}, 20);
+  EXPECT_EQ(a, Generate(*decoder, options, {1, 2}, 20));
+  options.cache_strategy = "none";
+  EXPECT_EQ(a, Generate(*decoder, options, {1, 2}, 20));
+}
+
+}  // namespace
+}  // namespace kvcheck::model

@@ -1,0 +1,103 @@
+#include "src/model/layer_ops.h"
+
+#include <cblas.h>
+
+#include <cmath>
+
+namespace kvcheck::model {
+
+void Linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
+            int64_t out, float* y, MatmulPath path) {
+  if (path == MatmulPath::kPlain) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t n = 0; n < out; ++n) {
+        double sum = bias != nullptr ? bias[n] : 0.0;
+        for (int64_t k = 0; k < in; ++k) sum += double{x[r * in + k]} * w[n * in + k];
+        y[r * out + n] = static_cast<float>(sum);
+      }
+    }
+    return;
+  }
+  const int M = static_cast<int>(rows), N = static_cast<int>(out), K = static_cast<int>(in);
+  if (rows == 1) {
+    // Decode: a matrix-vector product streams the weights once (memory bound).
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, w, K, x, 1, 0.0f, y, 1);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+  }
+  if (bias != nullptr) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t n = 0; n < out; ++n) y[r * out + n] += bias[n];
+    }
+  }
+}
+
+void SetBlasThreads(int num_threads) { openblas_set_num_threads(num_threads); }
+
+void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight,
+               const float* bias, float eps, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * width;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < width; ++i) mean += row[i];
+    mean /= static_cast<double>(width);
+    for (int64_t i = 0; i < width; ++i) var += (row[i] - mean) * (row[i] - mean);
+    var /= static_cast<double>(width);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < width; ++i) {
+      y[r * width + i] = static_cast<float>((row[i] - mean) * inv * weight[i] +
+                                            (bias != nullptr ? bias[i] : 0.0f));
+    }
+  }
+}
+
+void RmsNorm(const float* x, int64_t rows, int64_t width, const float* weight, float eps,
+             float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * width;
+    double sum_sq = 0;
+    for (int64_t i = 0; i < width; ++i) sum_sq += double{row[i]} * row[i];
+    const double inv = 1.0 / std::sqrt(sum_sq / static_cast<double>(width) + eps);
+    for (int64_t i = 0; i < width; ++i) {
+      y[r * width + i] = static_cast<float>(row[i] * inv * weight[i]);
+    }
+  }
+}
+
+void GeluInPlace(float* x, int64_t count) {
+  const float k = std::sqrt(2.0f / static_cast<float>(M_PI));
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void SwiGluInPlace(float* gate, const float* up, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void ApplyRope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t first_position,
+               float theta) {
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double position = static_cast<double>(first_position + r);
+    for (int64_t i = 0; i < half; ++i) {
+      // Angles in double: positions up to the context length keep full f32 accuracy.
+      const double angle =
+          position * std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
+                                                              static_cast<double>(head_dim));
+      const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + (r * heads + h) * head_dim;
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = a * s + b * c;
+      }
+    }
+  }
+}
+
+}  // namespace kvcheck::model
