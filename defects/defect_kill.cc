@@ -1,9 +1,11 @@
 #include "defects/defect_kill.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "properties/attention_properties.h"
 #include "properties/cache_machine.h"
 #include "properties/cache_properties.h"
+#include "properties/generation_properties.h"
 #include "src/base/check.h"
 
 namespace kvcheck::defects {
@@ -21,6 +23,16 @@ properties::PropertySpec KillingProperty(const Defect& defect) {
     }
     case Killer::kKernelLaws:
       return properties::KernelLawProperty(defect.name, defect.kernel, kKernelLawBudget);
+    case Killer::kGenerationLaws: {
+      const properties::GeneratorFactory factory = defect.generator;
+      const std::string name = absl::StrCat("generation/", defect.name);
+      if (std::string(defect.name) == "decoder_no_reset_between_generations") {
+        return properties::ResetBetweenGenerationsProperty(factory, kGenerationBudget, name);
+      }
+      static const CacheStrategy* const prealloc = FindCacheStrategy("prealloc");
+      return properties::GenerationEquivalenceProperty(*prealloc, factory, kGenerationBudget,
+                                                       name);
+    }
     case Killer::kPending:
       break;
   }

@@ -26,9 +26,10 @@ struct KillResult {
 inline constexpr int kStateMachineBudget = 300;
 inline constexpr int kGrowthLawBudget = 60;
 inline constexpr int kKernelLawBudget = 300;
+inline constexpr int kGenerationBudget = 60;
 
-// The property that kills `defect` (state machine, growth law or kernel laws).
-// REQUIRES: defect.killer is one of those three.
+// The property that kills `defect` (state machine, growth law, kernel laws or generation laws).
+// REQUIRES: defect.killer is not kPending.
 properties::PropertySpec KillingProperty(const Defect& defect);
 
 // Runs KillingProperty(defect) with `options` (progress, seed; the budget is the property's).

@@ -4,6 +4,7 @@
 #include "defects/candle_ring_cache.h"
 #include "defects/candle_scattered_cache.h"
 #include "defects/defective_attention.h"
+#include "defects/defective_generator.h"
 #include "defects/raw_interleaved_cache.h"
 
 namespace kvcheck::defects {
@@ -25,6 +26,12 @@ absl::StatusOr<Tensor> Kernel(const Tensor& q, const Tensor& k, const Tensor& v,
   return DefectiveAttention(kDefect, q, k, v, params);
 }
 
+template <DecoderDefect kDefect>
+absl::StatusOr<std::unique_ptr<model::Generator>> MakeGenerator(const model::Decoder* decoder,
+                                                                model::GenerationOptions options) {
+  return CreateDefectiveGenerator(kDefect, decoder, std::move(options));
+}
+
 constexpr CacheStrategy kNoStrategy{"", "", {}, false, false, false, nullptr};
 
 // {name, summary, default config, windowed, amortized growth, per-row, factory}
@@ -41,7 +48,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      Prealloc("prealloc_clone_shares_buffer", "clone shares the buffer",
               &MakePrealloc<PreallocDefect::kCloneSharesBuffer>),
-     nullptr},
+     nullptr, nullptr},
     {"prealloc_rejects_noncontiguous_prefill",
      "seed 000 ('slice-set only supports contiguous tensors'); candle Cache::append",
      "The write requires a contiguous source: a (B, S, KH, D).transpose(1, 2) prefill fails, a "
@@ -49,7 +56,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      Prealloc("prealloc_rejects_noncontiguous_prefill", "slice_set needs contiguous input",
               &MakePrealloc<PreallocDefect::kRejectsNonContiguousPrefill>),
-     nullptr},
+     nullptr, nullptr},
     {"prealloc_grows_only_once",
      "candle before PR #3035 (growth `if` instead of `while`); seed 000 worked example",
      "An append that needs more than one growth step grows once, then fails (capacity 4, "
@@ -57,7 +64,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      Prealloc("prealloc_grows_only_once", "grows by one step only",
               &MakePrealloc<PreallocDefect::kGrowsOnlyOnce>),
-     nullptr},
+     nullptr, nullptr},
     {"prealloc_zero_capacity_loop",
      "candle KvCache::new(dim, 0): grow_by = 0, `while cur + n > max` never ends",
      "Capacity 0 grows by 0 forever; the model cuts the loop after a step budget and reports it "
@@ -65,14 +72,14 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      Prealloc("prealloc_zero_capacity_loop", "capacity 0 never grows",
               &MakePrealloc<PreallocDefect::kZeroCapacityNeverTerminates>),
-     nullptr},
+     nullptr, nullptr},
     {"prealloc_linear_growth",
      "candle Cache::grow_by (fixed at the initial capacity)",
      "Growth by a fixed step: contents are right, but each growth copies the whole buffer, so "
      "copying is quadratic in the sequence length.",
      DefectKind::kCache, Killer::kGrowthLaw, DType::kF32,
      Prealloc("prealloc_linear_growth", "linear growth", &MakePrealloc<PreallocDefect::kLinearGrowth>),
-     nullptr},
+     nullptr, nullptr},
     {"prealloc_reset_keeps_stale_rows",
      "candle Cache::reset keeps max_seq_len; RawInterleavedKvCache::reset keeps the data",
      "Reset rewinds the length but keeps the buffer and the old view length: rows of the "
@@ -80,7 +87,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      Prealloc("prealloc_reset_keeps_stale_rows", "stale rows after reset",
               &MakePrealloc<PreallocDefect::kResetKeepsStaleRows>),
-     nullptr},
+     nullptr, nullptr},
     {"prealloc_k_then_v_fails",
      "candle KvCache::append (k_cache.append(k)?; v_cache.append(v)?, no rollback)",
      "K is appended, then the V append fails (a non-contiguous V): K has advanced and V has "
@@ -88,7 +95,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      Prealloc("prealloc_k_then_v_fails", "K and V out of step",
               &MakePrealloc<PreallocDefect::kHalvesOutOfStep>),
-     nullptr},
+     nullptr, nullptr},
     {"interleaved_zero_capacity_oob",
      "seed 000 (RawInterleavedKvCache::new(3, 64, 0) panics: range end index 64 out of range)",
      "The buffer doubles when full; 0 doubles to 0 and the position is written past the end of "
@@ -96,7 +103,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kAddressSanitizer, DType::kF32,
      CacheStrategy{"interleaved_zero_capacity_oob", "0 doubles to 0", {0, 0}, false, true, false,
                    &RawInterleavedCache::Create},
-     nullptr},
+     nullptr, nullptr},
     {"ring_positions_wrong_at_n_eq_w",
      "candle RotatingCache::positions(n) for n == M with offset != 0 (spec 2.3)",
      "An append of S >= W writes the last W tokens in time order and resets the offset, but the "
@@ -104,7 +111,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      CacheStrategy{"ring_positions_wrong_at_n_eq_w", "positions rotated for a full chunk", {0, 8},
                    true, true, false, &MakeRing<RingDefect::kPositionsRotatedForFullChunk>},
-     nullptr},
+     nullptr, nullptr},
     {"ring_chunk_returns_chunk_only",
      "candle RotatingCache::append for n >= M returns src; attn_mask(n >= M) allows M + 1 keys",
      "An append of S >= W returns the chunk (S tokens) instead of the W visible ones: history "
@@ -112,7 +119,7 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      CacheStrategy{"ring_chunk_returns_chunk_only", "returns the whole chunk", {0, 8}, true, true,
                    false, &MakeRing<RingDefect::kChunkReturnsChunkOnly>},
-     nullptr},
+     nullptr, nullptr},
     {"scattered_long_prompt_skips_write",
      "candle ScatteredKvCache::append with context <= T (spec 2.4 defect)",
      "A prompt of S >= context advances the row's positions without writing the cache; the next "
@@ -120,42 +127,49 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      CacheStrategy{"scattered_long_prompt_skips_write", "long prompt not written", {0, 8}, true,
                    true, true, &CandleScatteredCache::Create},
-     nullptr},
+     nullptr, nullptr},
     {"attention_no_rescale", "online softmax (candle online_softmax_step, written wrong)",
      "When the running max grows, the accumulator is not scaled by exp(m_old - m_new).",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
-     &Kernel<AttentionDefect::kNoRescaleOnNewMax>},
+     &Kernel<AttentionDefect::kNoRescaleOnNewMax>, nullptr},
     {"attention_half_precision_dot",
      "candle causal_decode_generic: T::vec_dot rounds the f32 sum to f16/bf16 (spec 3.4 defect B)",
      "The dot product is rounded to the input's half precision before scaling.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kBF16, kNoStrategy,
-     &Kernel<AttentionDefect::kHalfPrecisionDot>},
+     &Kernel<AttentionDefect::kHalfPrecisionDot>, nullptr},
     {"attention_gqa_modulo", "a classic GQA mapping mistake",
      "Query head h reads KV head h % KH instead of h / (H / KH).",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
-     &Kernel<AttentionDefect::kGqaModulo>},
+     &Kernel<AttentionDefect::kGqaModulo>, nullptr},
     {"attention_causal_top_left", "candle AttnMask::causal() = kv_offset 0 (spec 3.4)",
      "Causal alignment top-left: query i sits at position i instead of Skv - Sq + i, so new "
      "tokens do not see the cached history.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
-     &Kernel<AttentionDefect::kCausalTopLeft>},
+     &Kernel<AttentionDefect::kCausalTopLeft>, nullptr},
     {"attention_softcap_decode_bias", "candle causal_decode_f32 (spec 3.4 defect A, D17)",
      "With softcap on and ALiBi off, decode adds a spurious (kpos - qpos) bias to every score.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
-     &Kernel<AttentionDefect::kSoftcapDecodeBias>},
+     &Kernel<AttentionDefect::kSoftcapDecodeBias>, nullptr},
     {"attention_masked_row_nan", "softmax over all -inf (candle unfused path, spec 3.7)",
      "A row with no allowed key comes out NaN (0 / 0) instead of 0.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
-     &Kernel<AttentionDefect::kMaskedRowNaN>},
+     &Kernel<AttentionDefect::kMaskedRowNaN>, nullptr},
     {"decoder_mask_from_zero", "seed 004 exercise: mask sliced from 0, not the position pointer",
-     "Pending: needs the decoders (issue 6).", DefectKind::kDecoder, Killer::kPending,
-     DType::kF32, kNoStrategy, nullptr},
+     "The causal mask of a chunk starts at row 0 instead of the position pointer: in the cached "
+     "path the queries sit at positions 0.. while their keys sit at the pointer, so a decoded "
+     "token attends to the first key only.",
+     DefectKind::kDecoder, Killer::kGenerationLaws, DType::kF32, kNoStrategy, nullptr,
+     &MakeGenerator<DecoderDefect::kMaskFromZero>},
     {"decoder_no_reset_between_generations", "seed 004 exercise: reset_cache not called",
-     "Pending: needs the decoders (issue 6).", DefectKind::kDecoder, Killer::kPending,
-     DType::kF32, kNoStrategy, nullptr},
+     "Generate does not reset the caches and the position pointer: a second generation attends "
+     "to the tokens of the first.",
+     DefectKind::kDecoder, Killer::kGenerationLaws, DType::kF32, kNoStrategy, nullptr,
+     &MakeGenerator<DecoderDefect::kNoResetBetweenGenerations>},
     {"decoder_positions_restart_at_zero", "seed 004 exercise: position ids from 0 when cached",
-     "Pending: needs the decoders (issue 6).", DefectKind::kDecoder, Killer::kPending,
-     DType::kF32, kNoStrategy, nullptr},
+     "In the cached path each fed chunk gets position ids 0.. (position embeddings, RoPE) "
+     "instead of pointer.., while the mask uses the pointer.",
+     DefectKind::kDecoder, Killer::kGenerationLaws, DType::kF32, kNoStrategy, nullptr,
+     &MakeGenerator<DecoderDefect::kPositionsRestartAtZero>},
 };
 
 }  // namespace
@@ -179,6 +193,8 @@ const char* KillerName(Killer killer) {
       return "kernel laws";
     case Killer::kAddressSanitizer:
       return "state machine under ASan";
+    case Killer::kGenerationLaws:
+      return "generation laws";
     case Killer::kPending:
       return "pending";
   }

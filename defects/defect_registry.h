@@ -10,6 +10,7 @@
 #include "absl/types/span.h"
 #include "src/attention/attention_params.h"
 #include "src/cache/registry.h"
+#include "src/model/generator.h"
 #include "src/tensor/tensor.h"
 
 namespace kvcheck::defects {
@@ -17,7 +18,7 @@ namespace kvcheck::defects {
 enum class DefectKind {
   kCache,      // a KvCache strategy: `strategy` is set
   kAttention,  // an attention kernel: `kernel` is set
-  kDecoder,    // a generation-loop defect: pending until the decoders land
+  kDecoder,    // a generation-loop defect: `generator` is set
 };
 
 // What kills the defect (see defects_killed_test.cc).
@@ -26,6 +27,7 @@ enum class Killer {
   kGrowthLaw,          // cache/<defect>/growth_law
   kKernelLaws,         // attention kernel vs the reference on generated cases
   kAddressSanitizer,   // an out-of-bounds write: the state machine under ASan (death test)
+  kGenerationLaws,     // generation/<defect> (cached == recomputation, or reset law)
   kPending,            // not implemented yet
 };
 
@@ -39,6 +41,8 @@ struct Defect {
   CacheStrategy strategy;    // kCache
   absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionParams& params);  // kAttention
+  absl::StatusOr<std::unique_ptr<model::Generator>> (*generator)(
+      const model::Decoder* decoder, model::GenerationOptions options);  // kDecoder
 };
 
 absl::Span<const Defect> Defects();

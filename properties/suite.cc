@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "properties/generation_properties.h"
 #include "properties/tensor_properties.h"
 
 namespace kvcheck::properties {
@@ -16,6 +17,11 @@ Suite DefaultSuite() {
   }
   for (PropertySpec& spec : AttentionProperties(suite.kernel_stats.get())) {
     spec.default_cases = std::max(1, spec.default_cases / 3);
+    suite.properties.push_back(std::move(spec));
+  }
+  // Generation equivalence on small decoders for every strategy (seed 004's check).
+  for (PropertySpec& spec : GenerationProperties()) {
+    spec.default_cases = std::max(1, spec.default_cases / 2);
     suite.properties.push_back(std::move(spec));
   }
   return suite;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
 
 namespace kvcheck::model {
@@ -138,7 +139,22 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
   params.q_positions.resize(S);
   std::iota(params.q_positions.begin(), params.q_positions.end(), positions.query_first);
   Tensor keys = k_view, values = v_view;
-  if (cache != nullptr) {
+  if (cache != nullptr && window > 0 && S > 1) {
+    // A windowed cache keeps only the last `window` positions, so after appending a chunk it
+    // no longer holds keys that the chunk's earlier queries need (query p may look back to
+    // p - window + 1). Attend over what was visible before the chunk plus the chunk itself,
+    // copied before the append can overwrite ring slots; the mask does the windowing.
+    const CacheView before = cache->View();
+    if (before.length() > 0) {
+      KV_ASSIGN_OR_RETURN(keys, Cat({before.k, k_view}, 2));
+      KV_ASSIGN_OR_RETURN(values, Cat({before.v, v_view}, 2));
+    }
+    for (int64_t j = 0; j < before.length(); ++j) {
+      params.kv_positions.push_back(before.position(0, j));
+    }
+    for (int64_t i = 0; i < S; ++i) params.kv_positions.push_back(positions.first + i);
+    KV_RETURN_IF_ERROR(cache->Append(k_view, v_view).status());
+  } else if (cache != nullptr) {
     KV_ASSIGN_OR_RETURN(CacheView view, cache->Append(k_view, v_view));
     keys = view.k;
     values = view.v;

@@ -82,18 +82,23 @@ int32_t ChooseToken(absl::Span<const float> logits, float temperature, uint64_t&
 absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const Decoder* decoder,
                                                              GenerationOptions options) {
   std::unique_ptr<Generator> g(new Generator(decoder, std::move(options)));
-  g->forward_.kernel = FindAttentionKernel(g->options_.attention_kernel);
-  if (g->forward_.kernel == nullptr) {
-    return absl::NotFoundError(absl::StrCat("generator: no attention kernel '",
-                                            g->options_.attention_kernel, "'"));
-  }
-  g->forward_.num_threads = g->options_.num_threads;
-  g->forward_.matmul = g->options_.matmul;
-  g->forward_.layer_windows = EffectiveLayerWindows(decoder->config(), g->options_);
-  KV_ASSIGN_OR_RETURN(g->caches_, MakeLayerCaches(decoder->config(), g->options_));
-  for (const auto& cache : g->caches_) g->cache_pointers_.push_back(cache.get());
-  g->random_ = g->options_.sampling_seed;
+  KV_RETURN_IF_ERROR(g->Init());
   return g;
+}
+
+absl::Status Generator::Init() {
+  forward_.kernel = FindAttentionKernel(options_.attention_kernel);
+  if (forward_.kernel == nullptr) {
+    return absl::NotFoundError(absl::StrCat("generator: no attention kernel '",
+                                            options_.attention_kernel, "'"));
+  }
+  forward_.num_threads = options_.num_threads;
+  forward_.matmul = options_.matmul;
+  forward_.layer_windows = EffectiveLayerWindows(decoder_->config(), options_);
+  KV_ASSIGN_OR_RETURN(caches_, MakeLayerCaches(decoder_->config(), options_));
+  for (const auto& cache : caches_) cache_pointers_.push_back(cache.get());
+  random_ = options_.sampling_seed;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<float>> Generator::Feed(absl::Span<const int32_t> tokens) {
@@ -118,6 +123,11 @@ absl::StatusOr<std::vector<float>> Generator::Feed(absl::Span<const int32_t> tok
 absl::StatusOr<Generation> Generator::Generate(absl::Span<const int32_t> prompt,
                                                int64_t new_tokens, bool keep_logits) {
   Reset();
+  return RunLoop(prompt, new_tokens, keep_logits);
+}
+
+absl::StatusOr<Generation> Generator::RunLoop(absl::Span<const int32_t> prompt,
+                                              int64_t new_tokens, bool keep_logits) {
   Generation result;
   if (new_tokens <= 0) return result;
   KV_ASSIGN_OR_RETURN(std::vector<float> logits, Feed(prompt));

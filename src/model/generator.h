@@ -58,22 +58,25 @@ absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeLayerCaches(
 // sample of softmax(logits / temperature) drawn with `random` (advanced).
 int32_t ChooseToken(absl::Span<const float> logits, float temperature, uint64_t& random);
 
+// The loop is virtual so that the defect catalogue can register faulty variants of it
+// (defects/defective_generator.h); the engine's own loop is this class.
 class Generator {
  public:
   // Errors: kNotFound for an unknown kernel; those of MakeLayerCaches.
   static absl::StatusOr<std::unique_ptr<Generator>> Create(const Decoder* decoder,
                                                            GenerationOptions options);
+  virtual ~Generator() = default;
 
   // Runs `tokens` at the position pointer and returns the logits of the last one.
   // Errors: those of Decoder::Forward; on error the position pointer does not move.
-  absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
+  virtual absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
 
   // Reset, prefill `prompt`, then `new_tokens` steps (feeding each chosen token back).
-  absl::StatusOr<Generation> Generate(absl::Span<const int32_t> prompt, int64_t new_tokens,
-                                      bool keep_logits = false);
+  virtual absl::StatusOr<Generation> Generate(absl::Span<const int32_t> prompt,
+                                              int64_t new_tokens, bool keep_logits = false);
 
   // Forgets the sequence: position 0, caches reset, sampling restarted from the seed.
-  void Reset();
+  virtual void Reset();
 
   int32_t Choose(absl::Span<const float> logits) {
     return ChooseToken(logits, options_.temperature, random_);
@@ -81,8 +84,14 @@ class Generator {
   int64_t position() const { return position_; }
   const GenerationOptions& options() const { return options_; }
 
- private:
-  Generator(const Decoder* decoder, GenerationOptions options) : decoder_(decoder), options_(std::move(options)) {}
+ protected:
+  Generator(const Decoder* decoder, GenerationOptions options)
+      : decoder_(decoder), options_(std::move(options)) {}
+  // Resolves the kernel and builds the caches (the second half of Create).
+  absl::Status Init();
+  // The prefill-and-decode loop of Generate, without the Reset.
+  absl::StatusOr<Generation> RunLoop(absl::Span<const int32_t> prompt, int64_t new_tokens,
+                                     bool keep_logits);
 
   const Decoder* decoder_;
   GenerationOptions options_;

@@ -1,0 +1,286 @@
+#include "properties/generation_properties.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "properties/generators.h"
+#include "rapidcheck.h"
+#include "reference/reference_decoder.h"
+
+namespace kvcheck::properties {
+namespace {
+
+using model::Decoder;
+using model::DecoderConfig;
+using model::DecoderKind;
+using model::Generation;
+using model::GenerationOptions;
+
+constexpr double kRelativeLogitTolerance = 1e-3;
+
+struct DecoderCase {
+  DecoderConfig config;
+  uint64_t weight_seed = 0;
+  std::vector<int32_t> prompt;
+  int64_t new_tokens = 1;
+  std::string kernel;
+  int64_t cache_window = 0;
+};
+
+void showValue(const DecoderCase& c, std::ostream& os) {
+  os << c.config.ToString() << ", weight seed " << c.weight_seed << ", prompt ["
+     << absl::StrJoin(c.prompt, ",") << "], " << c.new_tokens << " new tokens, kernel "
+     << c.kernel << ", cache window " << c.cache_window;
+}
+
+rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
+  return rc::gen::exec([windowed_strategy] {
+    DecoderCase c;
+    DecoderConfig& m = c.config;
+    m.kind = *Uniform(0, 2) == 0 ? DecoderKind::kGpt2 : DecoderKind::kLlama;
+    m.vocab_size = *Uniform<int64_t>(2, 48);
+    m.context_length = 40;
+    m.num_kv_heads = *Uniform<int64_t>(1, 3);
+    m.num_heads = m.kind == DecoderKind::kGpt2 ? m.num_kv_heads
+                                               : m.num_kv_heads * *Uniform<int64_t>(1, 4);
+    m.width = m.num_heads * *rc::gen::element<int64_t>(2, 4, 6, 8);
+    m.num_layers = *Uniform<int64_t>(1, 4);
+    m.mlp_hidden = m.kind == DecoderKind::kGpt2 ? 4 * m.width : *Uniform<int64_t>(4, 49);
+    if (m.kind == DecoderKind::kLlama && *Uniform(0, 2) == 0) {
+      m.sliding_window = *Uniform<int64_t>(1, 8);
+    }
+    c.weight_seed = *rc::gen::arbitrary<uint64_t>();
+    c.prompt = *rc::gen::container<std::vector<int32_t>>(
+        static_cast<size_t>(*Uniform(1, 10)),
+        rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.vocab_size)));
+    c.new_tokens = *Uniform<int64_t>(1, 20);
+    c.kernel = *rc::gen::element<std::string>("naive", "flash");
+    if (windowed_strategy) c.cache_window = *Uniform<int64_t>(1, 10);
+    return c;
+  });
+}
+
+std::unique_ptr<Decoder> MakeDecoder(const DecoderCase& c) {
+  absl::StatusOr<model::DecoderWeights> weights = model::RandomWeights(c.config, c.weight_seed);
+  RC_ASSERT(weights.ok());
+  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(*std::move(weights));
+  RC_ASSERT(decoder.ok());
+  return *std::move(decoder);
+}
+
+GenerationOptions Options(const DecoderCase& c, const std::string& strategy) {
+  GenerationOptions o;
+  o.cache_strategy = strategy;
+  o.cache_window = c.cache_window;
+  o.attention_kernel = c.kernel;
+  return o;
+}
+
+Generation Run(const GeneratorFactory& factory, const Decoder& decoder, GenerationOptions o,
+               const DecoderCase& c) {
+  absl::StatusOr<std::unique_ptr<model::Generator>> g = factory(&decoder, o);
+  if (!g.ok()) RC_FAIL(absl::StrCat("generator: ", g.status().ToString()));
+  absl::StatusOr<Generation> out = (*g)->Generate(c.prompt, c.new_tokens, true);
+  if (!out.ok()) RC_FAIL(absl::StrCat("generation failed: ", out.status().ToString()));
+  return *std::move(out);
+}
+
+double Tolerance(absl::Span<const float> exact) {
+  double max_abs = 0;
+  for (float x : exact) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
+  return kRelativeLogitTolerance * (1 + max_abs);
+}
+
+// The gap between the two largest logits.
+double TopGap(absl::Span<const float> logits) {
+  double first = -INFINITY, second = -INFINITY;
+  for (float x : logits) {
+    if (x > first) {
+      second = first;
+      first = x;
+    } else if (x > second) {
+      second = x;
+    }
+  }
+  return first - second;
+}
+
+// `actual` against `expected` (the recomputation): logits within the tolerance and the same
+// tokens, up to the first near tie of `expected`.
+void CompareGenerations(const Generation& actual, const Generation& expected,
+                        const char* what) {
+  RC_ASSERT(actual.tokens.size() == expected.tokens.size());
+  for (size_t t = 0; t < expected.tokens.size(); ++t) {
+    const std::vector<float>& want = expected.logits[t];
+    const std::vector<float>& got = actual.logits[t];
+    const double tolerance = Tolerance(want);
+    for (size_t v = 0; v < want.size(); ++v) {
+      if (!(std::fabs(double{got[v]} - want[v]) <= tolerance)) {
+        RC_FAIL(absl::StrCat(what, ": step ", t, " logit ", v, " is ", got[v], ", recomputation ",
+                             want[v], " (tolerance ", tolerance, "); tokens so far [",
+                             absl::StrJoin(actual.tokens.begin(), actual.tokens.begin() + t, ","),
+                             "]"));
+      }
+    }
+    if (TopGap(want) < 2 * tolerance) {
+      RC_TAG("near tie: compared up to it");
+      return;
+    }
+    if (got.size() != want.size() || actual.tokens[t] != expected.tokens[t]) {
+      RC_FAIL(absl::StrCat(what, ": step ", t, " chose token ", actual.tokens[t],
+                           ", recomputation ", expected.tokens[t]));
+    }
+  }
+}
+
+}  // namespace
+
+GeneratorFactory CorrectGenerator() {
+  return [](const Decoder* decoder, GenerationOptions options) {
+    return model::Generator::Create(decoder, std::move(options));
+  };
+}
+
+PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy,
+                                           GeneratorFactory factory, int cases,
+                                           const std::string& name) {
+  PropertySpec spec;
+  spec.name = name.empty() ? absl::StrCat("generation/", strategy.name) : name;
+  spec.default_cases = cases;
+  spec.body = [&strategy, factory] {
+    const DecoderCase c = *GenDecoderCase(strategy.windowed);
+    const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+    const Generation expected =
+        Run(CorrectGenerator(), *decoder, Options(c, "none"), c);
+    const Generation actual = Run(factory, *decoder, Options(c, strategy.name), c);
+    CompareGenerations(actual, expected, "cached vs recomputation");
+    RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
+    RC_CLASSIFY(c.config.sliding_window > 0, "windowed layers");
+    RC_CLASSIFY(static_cast<int64_t>(c.prompt.size()) + c.new_tokens > c.cache_window &&
+                    c.cache_window > 0,
+                "sequence past the cache window");
+  };
+  return spec;
+}
+
+PropertySpec ChunkedPrefillProperty(int cases) {
+  return {"generation/chunked_prefill", cases, [] {
+            const CacheStrategy& strategy =
+                CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
+            const DecoderCase c = *GenDecoderCase(strategy.windowed);
+            const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+            const Generation one_shot = Run(CorrectGenerator(), *decoder,
+                                            Options(c, strategy.name), c);
+            // The same prompt in chunks, then the same decode loop.
+            absl::StatusOr<std::unique_ptr<model::Generator>> g =
+                model::Generator::Create(decoder.get(), Options(c, strategy.name));
+            RC_ASSERT(g.ok());
+            std::vector<size_t> cuts = {0, c.prompt.size()};
+            for (int n = *Uniform(1, 4); n > 0; --n) {
+              cuts.push_back(*rc::gen::inRange<size_t>(1, c.prompt.size() + 1));
+            }
+            std::sort(cuts.begin(), cuts.end());
+            cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+            absl::StatusOr<std::vector<float>> logits;
+            for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+              logits = (*g)->Feed(absl::MakeConstSpan(c.prompt).subspan(cuts[i],
+                                                                         cuts[i + 1] - cuts[i]));
+              RC_ASSERT(logits.ok());
+            }
+            Generation chunked;
+            while (true) {
+              const int32_t token = (*g)->Choose(*logits);
+              chunked.tokens.push_back(token);
+              chunked.logits.push_back(*logits);
+              if (static_cast<int64_t>(chunked.tokens.size()) == c.new_tokens) break;
+              logits = (*g)->Feed({&token, 1});
+              RC_ASSERT(logits.ok());
+            }
+            CompareGenerations(chunked, one_shot, "chunked vs one-shot prefill");
+            RC_TAG(strategy.name, absl::StrCat(cuts.size() - 1, " chunks"));
+          }};
+}
+
+PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases,
+                                             const std::string& name) {
+  return {name.empty() ? "generation/reset_between_generations" : name, cases, [factory] {
+            const CacheStrategy& strategy = CacheStrategies()[*Uniform<size_t>(
+                0, CacheStrategies().size())];
+            DecoderCase first = *GenDecoderCase(strategy.windowed);
+            const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
+            DecoderCase second = first;
+            second.prompt = *rc::gen::container<std::vector<int32_t>>(
+                static_cast<size_t>(*Uniform(1, 10)),
+                rc::gen::inRange<int32_t>(0, static_cast<int32_t>(first.config.vocab_size)));
+            second.new_tokens = *Uniform<int64_t>(1, 12);
+            absl::StatusOr<std::unique_ptr<model::Generator>> g =
+                factory(decoder.get(), Options(first, strategy.name));
+            RC_ASSERT(g.ok());
+            RC_ASSERT((*g)->Generate(first.prompt, first.new_tokens).ok());
+            absl::StatusOr<Generation> again = (*g)->Generate(second.prompt, second.new_tokens,
+                                                              true);
+            if (!again.ok()) RC_FAIL(absl::StrCat("second generation: ",
+                                                  again.status().ToString()));
+            const Generation fresh =
+                Run(CorrectGenerator(), *decoder, Options(second, strategy.name), second);
+            if (again->tokens != fresh.tokens || again->logits != fresh.logits) {
+              RC_FAIL(absl::StrCat("after a first generation, ", strategy.name,
+                                   " generated [", absl::StrJoin(again->tokens, ","),
+                                   "]; a fresh generator [", absl::StrJoin(fresh.tokens, ","),
+                                   "] (logits compared bitwise)"));
+            }
+            RC_TAG(strategy.name);
+          }};
+}
+
+PropertySpec EngineVsReferenceProperty(int cases) {
+  return {"generation/engine_vs_reference", cases, [] {
+            DecoderCase c = *GenDecoderCase(false);
+            const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+            const std::vector<int64_t> windows =
+                model::EffectiveLayerWindows(c.config, Options(c, "none"));
+            const std::vector<double> exact = reference::ReferenceDecoderLogits(
+                decoder->weights(), c.prompt, windows);
+            const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
+            for (model::MatmulPath path : {model::MatmulPath::kBlas, model::MatmulPath::kPlain}) {
+              model::ForwardOptions options;
+              options.kernel = model::FindAttentionKernel(c.kernel);
+              options.matmul = path;
+              options.logits_rows = S;
+              absl::StatusOr<std::vector<float>> logits =
+                  decoder->Forward(c.prompt, {0, 0}, {}, options);
+              RC_ASSERT(logits.ok());
+              for (int64_t s = 0; s < S; ++s) {
+                double max_abs = 0;
+                for (int64_t v = 0; v < V; ++v) max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
+                const double tolerance = kRelativeLogitTolerance * (1 + max_abs);
+                for (int64_t v = 0; v < V; ++v) {
+                  const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
+                  if (!(error <= tolerance)) {
+                    RC_FAIL(absl::StrCat(path == model::MatmulPath::kBlas ? "blas" : "plain",
+                                         " position ", s, " logit ", v, ": ",
+                                         (*logits)[s * V + v], " vs exact ", exact[s * V + v],
+                                         " (tolerance ", tolerance, ")"));
+                  }
+                }
+              }
+            }
+            RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
+          }};
+}
+
+std::vector<PropertySpec> GenerationProperties() {
+  std::vector<PropertySpec> specs;
+  for (const CacheStrategy& strategy : CacheStrategies()) {
+    specs.push_back(GenerationEquivalenceProperty(strategy, CorrectGenerator(), 400));
+  }
+  specs.push_back(ChunkedPrefillProperty(400));
+  specs.push_back(ResetBetweenGenerationsProperty(CorrectGenerator(), 200));
+  specs.push_back(EngineVsReferenceProperty(200));
+  return specs;
+}
+
+}  // namespace kvcheck::properties
