@@ -10,13 +10,11 @@
 //   --print_tokens   print each run's tokens (the peer comparison reads them)
 //
 // Times are one run each (the first step is not excluded: prefill is part of generation).
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -24,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/read_bandwidth.h"
 #include "src/cache/registry.h"
 #include "src/model/generator.h"
 
@@ -46,39 +45,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Read bandwidth in bytes/s with `threads` threads streaming a 1 GiB buffer (best of 3).
-double ReadBandwidth(int threads) {
-  const size_t words = (size_t{1} << 30) / 8;
-  static std::vector<uint64_t>* buffer = [&] {
-    auto* b = new std::vector<uint64_t>(words);
-    for (size_t i = 0; i < words; ++i) (*b)[i] = i * 0x9e3779b97f4a7c15ull;
-    return b;
-  }();
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::atomic<uint64_t> sink{0};
-    const Clock::time_point start = Clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        const size_t begin = words * t / threads, end = words * (t + 1) / threads;
-        uint64_t a = 0, b = 0, c = 0, d = 0;
-        for (size_t i = begin; i + 4 <= end; i += 4) {
-          a += (*buffer)[i];
-          b ^= (*buffer)[i + 1];
-          c += (*buffer)[i + 2];
-          d ^= (*buffer)[i + 3];
-        }
-        sink += a + b + c + d;
-      });
-    }
-    for (std::thread& th : pool) th.join();
-    best = std::max(best, static_cast<double>(words * 8) / Seconds(start));
-    if (sink.load() == 42) std::printf(" ");  // keep the sums
-  }
-  return best;
 }
 
 model::DecoderConfig ModelConfig(const std::string& name) {
@@ -137,7 +103,7 @@ int Run() {
   for (absl::string_view threads_text : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {
     int threads = 1;
     if (!absl::SimpleAtoi(threads_text, &threads)) return 2;
-    const double bandwidth = ReadBandwidth(threads);
+    const double bandwidth = bench::ReadBandwidth(threads);
     std::printf("threads %d: read bandwidth %.1f GB/s -> limit %.1f tokens/s\n", threads,
                 bandwidth / 1e9, bandwidth / weight_bytes);
     for (absl::string_view strategy : absl::StrSplit(absl::GetFlag(FLAGS_strategies), ',')) {

@@ -245,7 +245,7 @@ PropertySpec EngineVsReferenceProperty(int cases) {
             const std::vector<double> exact = reference::ReferenceDecoderLogits(
                 decoder->weights(), c.prompt, windows);
             const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
-            for (model::MatmulPath path : {model::MatmulPath::kBlas, model::MatmulPath::kPlain}) {
+            for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
               model::ForwardOptions options;
               options.kernel = model::FindAttentionKernel(c.kernel);
               options.matmul = path;
@@ -260,7 +260,7 @@ PropertySpec EngineVsReferenceProperty(int cases) {
                 for (int64_t v = 0; v < V; ++v) {
                   const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
                   if (!(error <= tolerance)) {
-                    RC_FAIL(absl::StrCat(path == model::MatmulPath::kBlas ? "blas" : "plain",
+                    RC_FAIL(absl::StrCat(path == model::MatmulPath::kOptimized ? "optimized" : "plain",
                                          " position ", s, " logit ", v, ": ",
                                          (*logits)[s * V + v], " vs exact ", exact[s * V + v],
                                          " (tolerance ", tolerance, ")"));

@@ -60,7 +60,9 @@ while [[ $rounds -eq 0 || $round -lt $rounds ]]; do
     log="$scratch/$t.round$round.log"
     # New inputs are written to the first directory; the seed corpus is only read.
     set +e
-    "$bin" "$new" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" \
+    # One core, one BLAS thread: the execs/s are per core.
+    OPENBLAS_NUM_THREADS=1 taskset -c 0 "$bin" "$new" "fuzz/corpus/$t" "${dict[@]}" \
+      -max_total_time="$seconds" \
       -artifact_prefix="$crashes/" -print_final_stats=1 -rss_limit_mb=4096 >"$log" 2>&1
     status=$?
     set -e

@@ -45,7 +45,7 @@ run_one() {
   local start end
   start=$(date +%s.%N)
   set +e
-  KVCHECK_FUZZ_DEFECT=$defect taskset -c 0 "$scratch/${target}_fuzzer" "$corpus" \
+  KVCHECK_FUZZ_DEFECT=$defect OPENBLAS_NUM_THREADS=1 taskset -c 0 "$scratch/${target}_fuzzer" "$corpus" \
     -max_total_time="$limit" -artifact_prefix="$scratch/$defect-" -print_final_stats=1 \
     -rss_limit_mb=4096 >"$log" 2>&1
   local status=$?

@@ -6,6 +6,27 @@
 #include "src/base/check.h"
 
 namespace kvcheck {
+namespace {
+
+constexpr int kSpinIterations = 2000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() or the budget runs out; returns pred().
+template <typename Pred>
+bool SpinFor(Pred pred) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (pred()) return true;
+    CpuRelax();
+  }
+  return pred();
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   KV_CHECK(num_threads >= 1);
@@ -28,16 +49,22 @@ void ThreadPool::RunItems() {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
+    auto started = [&] {
+      return stopping_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    SpinFor(started);
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      start_.wait(lock, started);
       if (stopping_) return;
-      seen = generation_;
+      seen = generation_.load();
     }
     RunItems();
-    {
+    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Taking the lock orders this notify after the caller's check of busy_workers_.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--busy_workers_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -53,13 +80,17 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
     fn_ = &fn;
     count_ = count;
     next_.store(0);
-    busy_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
+    busy_workers_.store(static_cast<int>(workers_.size()));
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
   RunItems();
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return busy_workers_ == 0; });
+  auto done = [&] { return busy_workers_.load(std::memory_order_acquire) == 0; };
+  if (!SpinFor(done)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, done);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
   fn_ = nullptr;
 }
 

@@ -5,6 +5,10 @@
 // kernel whose items are independent gives bitwise identical results however the items land
 // on threads. The calling thread works too: a pool of N threads starts N - 1 workers.
 // ParallelFor calls on one pool must not overlap (kernels call it from one thread at a time).
+//
+// Workers spin briefly (about 50 us) before sleeping on the condition variable, and so does
+// the caller waiting for them: a decode step issues dozens of short loops back to back (one
+// per matrix-vector product), and a futex wake-up per loop cost more than the loop itself.
 #ifndef KVCHECK_SRC_BASE_THREAD_POOL_H_
 #define KVCHECK_SRC_BASE_THREAD_POOL_H_
 
@@ -42,9 +46,9 @@ class ThreadPool {
   const std::function<void(int64_t)>* fn_ = nullptr;
   int64_t count_ = 0;
   std::atomic<int64_t> next_{0};
-  int busy_workers_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> busy_workers_{0};
+  std::atomic<uint64_t> generation_{0};  // bumped under mutex_ to start a loop
+  std::atomic<bool> stopping_{false};
 };
 
 // A process-wide pool with `num_threads` threads (created on first use, kept for reuse).

@@ -100,7 +100,7 @@ absl::StatusOr<std::vector<float>> Decoder::Forward(absl::Span<const int32_t> to
   }
   std::vector<float> logits(rows * c.vocab_size);
   Linear(normed.data(), rows, W, weights_.token_embedding.data(), nullptr, c.vocab_size,
-         logits.data(), options.matmul);
+         logits.data(), options.matmul, options.num_threads);
   return logits;
 }
 
@@ -123,9 +123,9 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     RmsNorm(x.data(), S, W, w.attn_norm_weight.data(), c.norm_eps, h.data());
   }
   std::vector<float> q(S * H * D), k(S * KH * D), v(S * KH * D);
-  Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul);
-  Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KH * D, k.data(), options.matmul);
-  Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KH * D, v.data(), options.matmul);
+  Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul, options.num_threads);
+  Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KH * D, k.data(), options.matmul, options.num_threads);
+  Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KH * D, v.data(), options.matmul, options.num_threads);
   if (!gpt2) {
     ApplyRope(q.data(), S, H, D, positions.first, c.rope_theta);
     ApplyRope(k.data(), S, KH, D, positions.first, c.rope_theta);
@@ -175,7 +175,7 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     }
   }
   std::vector<float> attn(S * W);
-  Linear(merged.data(), S, H * D, w.wo.data(), bias(w.bo), W, attn.data(), options.matmul);
+  Linear(merged.data(), S, H * D, w.wo.data(), bias(w.bo), W, attn.data(), options.matmul, options.num_threads);
   for (int64_t i = 0; i < S * W; ++i) x[i] += attn[i];
 
   // MLP block: x += down(act(up(norm(x)))).
@@ -186,17 +186,17 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     RmsNorm(x.data(), S, W, w.mlp_norm_weight.data(), c.norm_eps, h.data());
   }
   std::vector<float> up(S * F);
-  Linear(h.data(), S, W, w.w_up.data(), bias(w.b_up), F, up.data(), options.matmul);
+  Linear(h.data(), S, W, w.w_up.data(), bias(w.b_up), F, up.data(), options.matmul, options.num_threads);
   if (gpt2) {
     GeluInPlace(up.data(), S * F);
   } else {
     std::vector<float> gate(S * F);
-    Linear(h.data(), S, W, w.w_gate.data(), nullptr, F, gate.data(), options.matmul);
+    Linear(h.data(), S, W, w.w_gate.data(), nullptr, F, gate.data(), options.matmul, options.num_threads);
     SwiGluInPlace(gate.data(), up.data(), S * F);
     up.swap(gate);
   }
   std::vector<float> down(S * W);
-  Linear(up.data(), S, F, w.w_down.data(), bias(w.b_down), W, down.data(), options.matmul);
+  Linear(up.data(), S, F, w.w_down.data(), bias(w.b_down), W, down.data(), options.matmul, options.num_threads);
   for (int64_t i = 0; i < S * W; ++i) x[i] += down[i];
   return absl::OkStatus();
 }

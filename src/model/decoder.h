@@ -43,7 +43,7 @@ struct ForwardPositions {
 struct ForwardOptions {
   const AttentionKernel* kernel = nullptr;  // nullptr: "flash"
   int num_threads = 1;
-  MatmulPath matmul = MatmulPath::kBlas;
+  MatmulPath matmul = MatmulPath::kOptimized;
   std::vector<int64_t> layer_windows;  // one per layer (0: full); empty: the config's windows
   int64_t logits_rows = 1;
 };

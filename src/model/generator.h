@@ -34,7 +34,7 @@ struct GenerationOptions {
   int64_t initial_capacity = 0;  // preallocating strategies; 0: the registry default
   std::string attention_kernel = "flash";
   int num_threads = 1;           // attention threads and OpenBLAS threads
-  MatmulPath matmul = MatmulPath::kBlas;
+  MatmulPath matmul = MatmulPath::kOptimized;
   float temperature = 0.0f;      // 0: greedy (ties go to the lowest token id)
   uint64_t sampling_seed = 0;
 };

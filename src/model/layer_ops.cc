@@ -4,10 +4,12 @@
 
 #include <cmath>
 
+#include "src/model/gemv.h"
+
 namespace kvcheck::model {
 
 void Linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
-            int64_t out, float* y, MatmulPath path) {
+            int64_t out, float* y, MatmulPath path, int num_threads) {
   if (path == MatmulPath::kPlain) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t n = 0; n < out; ++n) {
@@ -21,7 +23,7 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
   const int M = static_cast<int>(rows), N = static_cast<int>(out), K = static_cast<int>(in);
   if (rows == 1) {
     // Decode: a matrix-vector product streams the weights once (memory bound).
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, w, K, x, 1, 0.0f, y, 1);
+    Gemv(w, x, out, in, y, num_threads);
   } else {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
   }

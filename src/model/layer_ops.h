@@ -10,14 +10,14 @@
 namespace kvcheck::model {
 
 enum class MatmulPath {
-  kBlas,   // OpenBLAS: sgemv for one row (decode), sgemm otherwise
-  kPlain,  // a plain dot-product loop (double accumulation): the cross-check path
+  kOptimized,  // one row (decode): the Highway GEMV (gemv.h); more rows: OpenBLAS sgemm
+  kPlain,      // a plain dot-product loop (double accumulation): the cross-check path
 };
 
 // y[r, n] = sum_k x[r, k] w[n, k] (+ bias[n]) for r < rows, n < out: w is [out, in].
-// bias may be null.
+// bias may be null. num_threads: threads of the GEMV (sgemm uses SetBlasThreads).
 void Linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
-            int64_t out, float* y, MatmulPath path);
+            int64_t out, float* y, MatmulPath path, int num_threads = 1);
 
 // Threads OpenBLAS may use (process-wide).
 void SetBlasThreads(int num_threads);

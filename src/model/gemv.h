@@ -1,0 +1,25 @@
+// File: gemv.h
+// Matrix-vector product for decode steps: y[n] = sum_k w[n * cols + k] x[k], w row-major
+// [rows, cols]. Memory bound: every weight is read once per call, so the kernel keeps four
+// row streams in flight with FMA accumulators (Highway, dynamic dispatch) and splits the rows
+// over threads. GemvScalar is the plain path beside it.
+//
+// Why not OpenBLAS sgemv: Debian's OpenBLAS 0.3.21 does not recognise every current CPU and
+// falls back to its SSE3 ("PRESCOTT") kernels, which measured at 14 tokens/s for the 124M
+// model on this machine's single thread, where this kernel reaches the bandwidth limit
+// (bench/generation_benchmark.cc).
+#ifndef KVCHECK_SRC_MODEL_GEMV_H_
+#define KVCHECK_SRC_MODEL_GEMV_H_
+
+#include <cstdint>
+
+namespace kvcheck::model {
+
+// REQUIRES: 1 <= num_threads <= 256.
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+          int num_threads);
+void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y);
+
+}  // namespace kvcheck::model
+
+#endif  // KVCHECK_SRC_MODEL_GEMV_H_

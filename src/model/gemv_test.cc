@@ -1,0 +1,48 @@
+// Gemv (Highway) and GemvScalar against a double-precision dot product, within the standard
+// dot-product bound |computed - exact| <= gamma_(n+1) * sum_k |w_k x_k| (u = 2^-24; any
+// summation order), on shapes around vector widths and row blocks, with 1..3 threads.
+#include "src/model/gemv.h"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvcheck::model {
+namespace {
+
+TEST(GemvTest, MatchesExactDotProductsWithinTheBound) {
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
+  };
+  for (int64_t rows : {1, 3, 4, 5, 63, 64, 65, 130, 257}) {
+    for (int64_t cols : {1, 7, 8, 9, 16, 17, 33, 768}) {
+      std::vector<float> w(rows * cols), x(cols);
+      for (float& v : w) v = next();
+      for (float& v : x) v = next();
+      for (int threads : {1, 2, 3}) {
+        std::vector<float> y(rows, NAN), y_scalar(rows, NAN);
+        Gemv(w.data(), x.data(), rows, cols, y.data(), threads);
+        GemvScalar(w.data(), x.data(), rows, cols, y_scalar.data());
+        const double u = std::ldexp(1.0, -24);
+        const double gamma = (cols + 1) * u / (1 - (cols + 1) * u);
+        for (int64_t r = 0; r < rows; ++r) {
+          double exact = 0, magnitude = 0;
+          for (int64_t k = 0; k < cols; ++k) {
+            exact += double{w[r * cols + k]} * x[k];
+            magnitude += std::fabs(double{w[r * cols + k]} * x[k]);
+          }
+          EXPECT_LE(std::fabs(y[r] - exact), gamma * magnitude)
+              << rows << "x" << cols << " threads " << threads << " row " << r;
+          EXPECT_LE(std::fabs(y_scalar[r] - exact), gamma * magnitude);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvcheck::model
