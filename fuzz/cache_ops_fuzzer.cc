@@ -31,10 +31,10 @@ namespace kvcheck::fuzz {
 namespace {
 
 constexpr char kTarget[] = "cache_ops";
-constexpr int kMaxOperations = 48;
+constexpr int kMaxOperations = 32;
 constexpr size_t kMaxBranches = 3;
 // Past this many tokens in a branch an append becomes a reset: inputs stay fast.
-constexpr int64_t kMaxTokensPerBranch = 1200;
+constexpr int64_t kMaxTokensPerBranch = 256;
 
 using properties::SavedView;
 using properties::TensorSpec;

@@ -45,7 +45,9 @@ void CopyElements(const Tensor& src, const Tensor& dst) {
 
 absl::StatusOr<Tensor> Contiguous(const Tensor& tensor) {
   if (tensor.is_contiguous()) return tensor;
-  return tensor.DeepCopy();
+  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(tensor.dtype(), tensor.shape()));
+  KV_RETURN_IF_ERROR(CopyInto(copy, tensor));
+  return copy;
 }
 
 absl::StatusOr<Tensor> Cat(absl::Span<const Tensor> tensors, int dim) {

@@ -18,7 +18,8 @@
 namespace kvcheck {
 
 // The tensor itself (same storage) if it is already contiguous by the rule in layout.h,
-// else a new contiguous copy.
+// else a new contiguous copy. Errors: kInvalidArgument when no contiguous layout of the shape
+// exists (an empty shape whose row-major strides overflow int64_t, e.g. [0, 2, 2^63 - 1, 4]).
 absl::StatusOr<Tensor> Contiguous(const Tensor& tensor);
 
 // A new contiguous tensor: the inputs joined along `dim` (always new storage, even for a

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/check.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/strided_loop.h"
 
@@ -58,6 +59,15 @@ absl::StatusOr<Tensor> Tensor::View(std::shared_ptr<Storage> storage, Layout lay
 }
 
 Tensor Tensor::DeepCopy() const {
+  if (num_elements() == 0) {
+    // Nothing to copy. An empty shape may have no representable row-major strides (a
+    // permuted [2, 0, 2^63 - 1, 0]; found by the tensor_ops fuzzer), so the copy keeps this
+    // layout over new, empty storage.
+    absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(dtype_, 0);
+    KV_CHECK(storage.ok());
+    return Tensor(dtype_, *std::move(storage), layout_);
+  }
+  // A non-empty shape's row-major strides are at most its element count: they fit.
   Tensor copy = *Tensor::Zeros(dtype_, shape());
   if (num_elements() > 0) {
     CopyStridedBytes(storage_->bytes(), layout_, copy.storage_->bytes(), copy.layout_,

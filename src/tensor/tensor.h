@@ -73,7 +73,8 @@ class Tensor {
     return view;
   }
 
-  // A contiguous tensor with new storage and the same element bits.
+  // A contiguous tensor with new storage and the same element bits (an empty tensor keeps its
+  // layout over new empty storage: its row-major strides may not be representable).
   Tensor DeepCopy() const;
 
   // Pointer to the element at the view's offset (the first element in row-major order).

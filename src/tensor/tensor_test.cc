@@ -1,6 +1,7 @@
 #include "src/tensor/tensor.h"
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -193,6 +194,25 @@ TEST(Tensor, EmptyViewWithHugeStrideIsTraversedSafely) {
   absl::StatusOr<Tensor> copy = Contiguous(*view);
   ASSERT_TRUE(copy.ok());
   EXPECT_EQ(copy->num_elements(), 0);
+}
+
+// Found by the tensor_ops fuzzer (fuzz/regressions/tensor_ops/crash-40be7db7...): a permuted
+// empty shape can have no representable row-major strides. Contiguous must report it and
+// DeepCopy must not crash (it dereferenced a failed Zeros).
+TEST(Tensor, EmptyShapeWithoutContiguousStridesFailsCleanly) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  absl::StatusOr<Tensor> t = Tensor::Zeros(DType::kF32, {2, 0, kHuge, 0});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const int order[] = {1, 3, 2, 0};
+  absl::StatusOr<Tensor> permuted = Permute(*t, order);  // [0, 0, 2^63 - 1, 2]
+  ASSERT_TRUE(permuted.ok());
+  ASSERT_FALSE(permuted->is_contiguous());
+  EXPECT_EQ(Contiguous(*permuted).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Cast(*permuted, DType::kBF16).status().code(), absl::StatusCode::kInvalidArgument);
+  const Tensor copy = permuted->DeepCopy();
+  EXPECT_EQ(copy.num_elements(), 0);
+  EXPECT_FALSE(copy.SharesStorageWith(*permuted));
+  EXPECT_TRUE(copy.ToBits().empty());
 }
 
 }  // namespace
