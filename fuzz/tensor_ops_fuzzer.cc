@@ -7,7 +7,7 @@
 //   - arguments it rejects must fail with the documented code, and change nothing;
 //   - after every operation, every tensor in the pool still shows its model's elements
 //     (nothing wrote where it should not, no result aliases what it should not).
-// Layouts and storage are probed with hostile shapes too, without allocating past 4096
+// Layouts and storage are probed with hostile shapes too, without allocating past 512
 // elements (a huge valid size must be refused by the storage limit, not allocated).
 #include <algorithm>
 #include <bit>
@@ -37,7 +37,7 @@ namespace {
 constexpr char kTarget[] = "tensor_ops";
 constexpr int kMaxOperations = 32;
 constexpr size_t kMaxPool = 4;
-constexpr int64_t kMaxElements = 4096;  // never allocate more than this per tensor
+constexpr int64_t kMaxElements = 512;  // never allocate more than this per tensor
 
 using properties::DenseTensor;
 
@@ -482,7 +482,7 @@ void CatOp(Run& run, FuzzedDataProvider& in) {
   std::vector<Tensor> tensors;
   std::vector<DenseTensor> models;
   bool valid = !which.empty() && dim >= 0 && dim < rank;
-  int64_t joined = 0;
+  Int128 joined = 0;  // empty parts may be 2^63 - 1 long along dim
   for (size_t i : which) {
     const Entry& e = run.pool[i];
     tensors.push_back(e.tensor);
@@ -491,10 +491,11 @@ void CatOp(Run& run, FuzzedDataProvider& in) {
             SameExceptAlong(e.tensor, run.pool[which[0]].tensor, dim);
     if (valid) joined += e.tensor.dim(dim);
   }
+  if (joined > std::numeric_limits<int64_t>::max()) valid = false;  // the joined size overflows
   Expect expect = valid ? Expect::kOk : Expect::kInvalidArgument;
   if (valid) {
     std::vector<int64_t> shape = ShapeOf(tensors[0]);
-    shape[dim] = joined;
+    shape[dim] = static_cast<int64_t>(joined);
     // Sizes stay small, but a joined tensor above the allocation cap of this target is skipped.
     if (ExactCount(shape).value_or(kMaxElements + 1) > 4 * kMaxElements) return;
     expect = ContiguousResultExpect(shape);
