@@ -77,7 +77,8 @@ int Run() {
     return saved.ok() ? 0 : 1;
   }
   const model::DecoderConfig config = weights->config;
-  absl::StatusOr<std::unique_ptr<model::Decoder>> decoder = model::Decoder::Create(*std::move(weights));
+  absl::StatusOr<std::unique_ptr<model::Decoder>> decoder =
+      model::Decoder::Create(*std::move(weights));
   if (!decoder.ok()) {
     std::fprintf(stderr, "%s\n", decoder.status().ToString().c_str());
     return 1;
@@ -93,11 +94,12 @@ int Run() {
   const double weight_bytes =
       4.0 * static_cast<double>(config.num_parameters() - config.context_length * config.width +
                                 config.width);
-  std::printf("model %s (%.1fM parameters, %.0f MB of weights read per token), prompt [%s], %lld "
-              "new tokens, kernel %s\n",
-              config.ToString().c_str(), config.num_parameters() / 1e6, weight_bytes / 1e6,
-              absl::StrJoin(prompt, ",").c_str(), static_cast<long long>(new_tokens),
-              absl::GetFlag(FLAGS_kernel).c_str());
+  std::printf(
+      "model %s (%.1fM parameters, %.0f MB of weights read per token), prompt [%s], %lld "
+      "new tokens, kernel %s\n",
+      config.ToString().c_str(), config.num_parameters() / 1e6, weight_bytes / 1e6,
+      absl::StrJoin(prompt, ",").c_str(), static_cast<long long>(new_tokens),
+      absl::GetFlag(FLAGS_kernel).c_str());
   std::vector<int32_t> reference_tokens;
   bool all_equal = true;
   for (absl::string_view threads_text : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {

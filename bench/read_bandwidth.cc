@@ -34,8 +34,8 @@ uint64_t SumStreamsImpl(const uint64_t* base, size_t segment) {
     a6 = hn::Add(a6, hn::LoadU(d, base + 6 * segment + i));
     a7 = hn::Add(a7, hn::LoadU(d, base + 7 * segment + i));
   }
-  const auto sum = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
-                           hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
+  const auto sum =
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
   return hn::GetLane(hn::SumOfLanes(d, sum));
 }
 

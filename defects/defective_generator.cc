@@ -27,8 +27,8 @@ class DefectiveGenerator : public model::Generator {
     return logits;
   }
 
-  absl::StatusOr<model::Generation> Generate(absl::Span<const int32_t> prompt,
-                                             int64_t new_tokens, bool keep_logits) override {
+  absl::StatusOr<model::Generation> Generate(absl::Span<const int32_t> prompt, int64_t new_tokens,
+                                             bool keep_logits) override {
     if (defect_ != DecoderDefect::kNoResetBetweenGenerations) {
       return Generator::Generate(prompt, new_tokens, keep_logits);
     }

@@ -43,7 +43,7 @@ using reference::AttentionProblem;
 
 // A strided layout for `values` of `shape`: one of the 24 buffer orders, padded or not.
 TensorSpec Strided(FuzzedDataProvider& in, DType dtype, std::vector<int64_t> shape,
-                  std::vector<float> values) {
+                   std::vector<float> values) {
   TensorSpec spec = TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
   const uint8_t layout = in.ConsumeIntegral<uint8_t>();
   if (layout & 1) {
@@ -61,8 +61,9 @@ TensorSpec Strided(FuzzedDataProvider& in, DType dtype, std::vector<int64_t> sha
 
 // Special values put into q, k or v: each exactly representable in `dtype` once rounded.
 void InsertSpecials(FuzzedDataProvider& in, AttentionProblem& p, std::string& described) {
-  const float specials[] = {NAN,      INFINITY, -INFINITY, 1e-40f /* f32 subnormal */,
-                            6e-8f /* f16 subnormal */, 65504.0f, -3e38f, 0.0f, -0.0f};
+  const float specials[] = {
+      NAN,    INFINITY, -INFINITY, 1e-40f /* f32 subnormal */, 6e-8f /* f16 subnormal */, 65504.0f,
+      -3e38f, 0.0f,     -0.0f};
   const int count = in.ConsumeIntegralInRange(0, 3);
   for (int n = 0; n < count; ++n) {
     const int which = in.ConsumeIntegralInRange(0, 2);
@@ -98,42 +99,31 @@ KernelCase DecodeCase(FuzzedDataProvider& in, std::string& described) {
   const int positions = in.ConsumeIntegralInRange(0, 2);
   c.positions_kind = positions == 0 ? "default" : positions == 1 ? "ring" : "varlen";
   if (positions == 1 && p.kv_len > 0) {
-    const int64_t n = p.kv_len + in.ConsumeIntegralInRange<int64_t>(0, 50);  // tokens so far
-    const int64_t first = n - p.kv_len;
-    for (int64_t b = 0; b < p.batch; ++b) {
-      for (int64_t j = 0; j < p.kv_len; ++j) {
-        p.kv_positions.push_back(first + ((j - first % p.kv_len) % p.kv_len + p.kv_len) %
-                                             p.kv_len);
-      }
-      for (int64_t i = 0; i < p.q_len; ++i) p.q_positions.push_back(n - p.q_len + i);
-    }
+    properties::SetRingPositions(p, p.kv_len + in.ConsumeIntegralInRange<int64_t>(0, 50));
   } else if (positions == 2) {
+    std::vector<int64_t> lengths;
     for (int64_t b = 0; b < p.batch; ++b) {
-      const int64_t length = in.ConsumeIntegralInRange<int64_t>(0, p.kv_len);
-      for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(j < length ? j : -1);
-      for (int64_t i = 0; i < p.q_len; ++i) {
-        const int64_t qpos = length - p.q_len + i;
-        p.q_positions.push_back(qpos >= 0 ? qpos : -1);
-      }
+      lengths.push_back(in.ConsumeIntegralInRange<int64_t>(0, p.kv_len));
     }
+    properties::SetVarlenPositions(p, lengths);
   }
   const float amplitude = Pick(in, {1.0f, 1.0f, 8.0f, 64.0f, 4096.0f});
   const uint32_t seed = in.ConsumeIntegral<uint32_t>();
-  p.q = SeededValues(seed, p.batch * p.num_heads * p.q_len * p.head_dim, amplitude,
-                     p.output_dtype);
-  p.k = SeededValues(seed + 1, p.batch * p.num_kv_heads * p.kv_len * p.head_dim, amplitude,
-                     p.output_dtype);
-  p.v = SeededValues(seed + 2, p.batch * p.num_kv_heads * p.kv_len * p.head_dim, 1.0f,
-                     p.output_dtype);
+  p.q = properties::SeededValues(seed, p.batch * p.num_heads * p.q_len * p.head_dim, amplitude,
+                                 p.output_dtype);
+  p.k = properties::SeededValues(seed + 1, p.batch * p.num_kv_heads * p.kv_len * p.head_dim,
+                                 amplitude, p.output_dtype);
+  p.v = properties::SeededValues(seed + 2, p.batch * p.num_kv_heads * p.kv_len * p.head_dim, 1.0f,
+                                 p.output_dtype);
   described = absl::StrCat("amplitude ", amplitude, " seed ", seed);
   InsertSpecials(in, p, described);
   if (options & 32) {
     p.mask_batch = in.ConsumeBool() ? p.batch : 1;
     p.mask_heads = in.ConsumeBool() ? p.num_heads : 1;
     // Each mask element from two bits of a seeded stream: 0, -inf, or a finite bias.
-    const std::vector<float> noise =
-        SeededValues(in.ConsumeIntegral<uint32_t>(),
-                     p.mask_batch * p.mask_heads * p.q_len * p.kv_len, 1.0f, DType::kF32);
+    const std::vector<float> noise = properties::SeededValues(
+        in.ConsumeIntegral<uint32_t>(), p.mask_batch * p.mask_heads * p.q_len * p.kv_len, 1.0f,
+        DType::kF32);
     for (float x : noise) {
       const int pick = static_cast<int>(std::fabs(x) * 1024.0f) % 5;
       p.mask.push_back(pick <= 1 ? 0.0f : pick == 2 ? -INFINITY : pick == 3 ? -1.5f : 0.75f);

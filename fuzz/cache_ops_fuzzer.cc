@@ -21,6 +21,7 @@
 #include "fuzzer/FuzzedDataProvider.h"
 #include "properties/cache_machine.h"
 #include "properties/cache_machine_commands.h"
+#include "properties/kernel_case.h"
 #include "properties/tensor_spec.h"
 #include "reference/cache_model.h"
 #include "src/cache/registry.h"
@@ -38,7 +39,7 @@ constexpr int64_t kMaxTokensPerBranch = 256;
 
 using properties::SavedView;
 using properties::TensorSpec;
-using properties::cache_machine::BitsOf;
+using properties::cache_machine::SpecBits;
 
 struct Branch {
   std::unique_ptr<KvCache> cache;
@@ -67,13 +68,6 @@ std::vector<const CacheStrategy*> StrategiesUnderFuzz() {
   return all;
 }
 
-std::vector<uint32_t> SpecBits(const TensorSpec& spec) {
-  std::vector<uint32_t> bits;
-  bits.reserve(spec.values.size());
-  for (float x : spec.values) bits.push_back(BitsOf(x, spec.dtype));
-  return bits;
-}
-
 // Cache input of `shape`: contiguous, transposed from (B, S, KH, D), padded, or both; values
 // from a seed with now and then a NaN or infinity (the laws are bit-exact for them too).
 TensorSpec CacheInput(FuzzedDataProvider& in, DType dtype, const std::vector<int64_t>& shape,
@@ -82,7 +76,8 @@ TensorSpec CacheInput(FuzzedDataProvider& in, DType dtype, const std::vector<int
   const uint32_t seed = in.ConsumeIntegral<uint32_t>();
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
-  TensorSpec spec = TensorSpec::Contiguous(dtype, shape, SeededValues(seed, count, 1.0f, dtype));
+  TensorSpec spec =
+      TensorSpec::Contiguous(dtype, shape, properties::SeededValues(seed, count, 1.0f, dtype));
   if (layout & 1) spec.buffer_order = {0, 2, 1, 3};
   if (layout & 2) {
     for (int d = 0; d < 4; ++d) {
@@ -106,9 +101,9 @@ TensorSpec CacheInput(FuzzedDataProvider& in, DType dtype, const std::vector<int
 void CheckAll(const Run& run, int acted) {
   for (size_t i = 0; i < run.branches.size(); ++i) {
     const Branch& branch = run.branches[i];
-    const std::string mismatch = properties::DescribeViewMismatch(
-        branch.cache->View(), branch.model, run.dtype, run.strategy->per_row,
-        absl::StrCat("branch ", i));
+    const std::string mismatch =
+        properties::DescribeViewMismatch(branch.cache->View(), branch.model, run.dtype,
+                                         run.strategy->per_row, absl::StrCat("branch ", i));
     if (!mismatch.empty()) run.Fail(mismatch);
     const int64_t rows = branch.model.shape().has_value() ? branch.model.shape()->batch : 1;
     for (int64_t b = 0; b < rows; ++b) {
@@ -121,8 +116,10 @@ void CheckAll(const Run& run, int acted) {
     if (branch.saved.has_value() && !own_slots_reused &&
         (branch.saved->view.k.ToBits() != branch.saved->k_bits ||
          branch.saved->view.v.ToBits() != branch.saved->v_bits)) {
-      run.Fail(absl::StrCat("a view branch ", i, " returned earlier changed after an operation on "
-                            "branch ", acted));
+      run.Fail(absl::StrCat("a view branch ", i,
+                            " returned earlier changed after an operation on "
+                            "branch ",
+                            acted));
     }
     if (run.strategy->amortized_growth) {
       const CacheCounters& c = branch.cache->counters();
@@ -179,12 +176,12 @@ void Append(Run& run, FuzzedDataProvider& in, int b, AppendKind kind) {
                           active_bytes.size() > 2 && active_bytes[2] != 0};
   const absl::Span<const bool> active_span(active, active_bytes.size());
   const char* names[] = {"Prefill", "Decode", "Grow"};
-  run.trace.Add(names[static_cast<int>(kind)], "(branch ", b, ", ", DTypeName(run.dtype),
-                " B=", shape.batch, " KH=", shape.num_kv_heads, " S=", seq, " D=", shape.head_dim,
-                ", k ", k_layout, ", v ", v_layout,
-                active_bytes.empty() ? "" : absl::StrCat(", active [",
-                                                         absl::StrJoin(active_bytes, ","), "]"),
-                ")");
+  run.trace.Add(
+      names[static_cast<int>(kind)], "(branch ", b, ", ", DTypeName(run.dtype), " B=", shape.batch,
+      " KH=", shape.num_kv_heads, " S=", seq, " D=", shape.head_dim, ", k ", k_layout, ", v ",
+      v_layout,
+      active_bytes.empty() ? "" : absl::StrCat(", active [", absl::StrJoin(active_bytes, ","), "]"),
+      ")");
   absl::StatusOr<Tensor> k = properties::Materialize(k_spec);
   absl::StatusOr<Tensor> v = properties::Materialize(v_spec);
   if (!k.ok() || !v.ok()) run.Fail("could not build the input tensors");
@@ -193,8 +190,8 @@ void Append(Run& run, FuzzedDataProvider& in, int b, AppendKind kind) {
                                        ? branch.cache->Append(*k, *v)
                                        : branch.cache->AppendActive(*k, *v, active_span);
   if (!view.ok()) {
-    run.Fail(absl::StrCat("append failed (capacity ", capacity_before,
-                          "): ", view.status().ToString()));
+    run.Fail(
+        absl::StrCat("append failed (capacity ", capacity_before, "): ", view.status().ToString()));
   }
   branch.model.Append(shape, seq, SpecBits(k_spec), SpecBits(v_spec), active_span);
   const std::string mismatch = properties::DescribeViewMismatch(
@@ -241,9 +238,9 @@ void BadAppend(Run& run, FuzzedDataProvider& in, int b) {
       // A (B, KH, 2^41, D) view with stride 0 along S: no memory, but too many tokens.
       k = v = Filled(run.dtype, dims);
       {
-        absl::StatusOr<Layout> layout = Layout::Strided(
-            {dims[0], dims[1], kMaxSequenceLength * 2, dims[3]},
-            {dims[1] * dims[3], dims[3], 0, 1}, 0);
+        absl::StatusOr<Layout> layout =
+            Layout::Strided({dims[0], dims[1], kMaxSequenceLength * 2, dims[3]},
+                            {dims[1] * dims[3], dims[3], 0, 1}, 0);
         if (!layout.ok()) run.Fail("could not build a stride-0 layout");
         absl::StatusOr<Tensor> view = Tensor::View(k.storage(), *layout);
         if (!view.ok()) run.Fail("could not build a stride-0 view");
@@ -302,9 +299,8 @@ int FuzzOne(const uint8_t* data, size_t size) {
     dims.head_dim = Pick<int64_t>(in, {1, 2, 3, 5, 8});
     dims.dtype = run.dtype;
   }
-  run.trace.Add("strategy ", run.strategy->name, ", ", DTypeName(run.dtype),
-                ", initial_capacity ", run.config.initial_capacity, ", window ",
-                run.config.window);
+  run.trace.Add("strategy ", run.strategy->name, ", ", DTypeName(run.dtype), ", initial_capacity ",
+                run.config.initial_capacity, ", window ", run.config.window);
   absl::StatusOr<std::unique_ptr<KvCache>> cache = run.strategy->create(run.config);
   if (!cache.ok()) run.Fail(absl::StrCat("create failed: ", cache.status().ToString()));
   run.branches.push_back(Branch{*std::move(cache), reference::CacheModel(run.window()), {}});
@@ -333,8 +329,7 @@ int FuzzOne(const uint8_t* data, size_t size) {
       case 5:
         if (run.branches.size() < kMaxBranches) {
           run.trace.Add("Fork(branch ", b, " -> branch ", run.branches.size(), ")");
-          Branch fork{run.branches[b].cache->Fork(), run.branches[b].model,
-                      run.branches[b].saved};
+          Branch fork{run.branches[b].cache->Fork(), run.branches[b].model, run.branches[b].saved};
           run.branches.push_back(std::move(fork));
           CheckAll(run, -1);
         }

@@ -29,8 +29,10 @@ const defects::Defect* LookUpDefect(defects::DefectKind kind) {
     std::fprintf(stderr, "kvcheck fuzz: fuzzing the defect %s\n", defect->name);
     return defect;
   }
-  std::fprintf(stderr, "kvcheck fuzz: KVCHECK_FUZZ_DEFECT=%s is not a defect this target runs; "
-               "choose one of:\n", name);
+  std::fprintf(stderr,
+               "kvcheck fuzz: KVCHECK_FUZZ_DEFECT=%s is not a defect this target runs; "
+               "choose one of:\n",
+               name);
   for (const defects::Defect& d : defects::Defects()) {
     if (d.kind == kind) std::fprintf(stderr, "  %s\n", d.name);
   }
@@ -42,21 +44,6 @@ const defects::Defect* LookUpDefect(defects::DefectKind kind) {
 const defects::Defect* DefectUnderFuzz(defects::DefectKind kind) {
   static const defects::Defect* const defect = LookUpDefect(kind);
   return defect;
-}
-
-std::vector<float> SeededValues(uint64_t seed, int64_t count, float amplitude, DType dtype) {
-  std::vector<float> values(count);
-  uint64_t state = seed;
-  for (float& value : values) {
-    state += 0x9e3779b97f4a7c15ull;  // SplitMix64
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    const int grid = static_cast<int>(z % 4097) - 2048;
-    value = RoundToDType(amplitude * static_cast<float>(grid) / 1024.0f, dtype);
-  }
-  return values;
 }
 
 }  // namespace kvcheck::fuzz

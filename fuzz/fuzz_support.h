@@ -51,10 +51,6 @@ T Pick(FuzzedDataProvider& in, const T (&choices)[N]) {
   return choices[in.ConsumeIntegralInRange<size_t>(0, N - 1)];
 }
 
-// `count` values on a 1/1024 grid in [-amplitude * 2, amplitude * 2], exactly representable
-// in `dtype` (SplitMix64 from `seed`): inputs carry a seed, not every value.
-std::vector<float> SeededValues(uint64_t seed, int64_t count, float amplitude, DType dtype);
-
 }  // namespace kvcheck::fuzz
 
 #endif  // KVCHECK_FUZZ_FUZZ_SUPPORT_H_

@@ -35,8 +35,8 @@ void CollectInputs(const fs::path& path, std::vector<fs::path>& inputs) {
     return;
   }
   std::vector<fs::path> found;
-  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(
-           path, fs::directory_options::follow_directory_symlink)) {
+  for (const fs::directory_entry& entry :
+       fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink)) {
     if (entry.path().filename().string().starts_with(".")) continue;
     if (entry.is_regular_file()) found.push_back(entry.path());
   }

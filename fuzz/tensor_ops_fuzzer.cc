@@ -25,7 +25,9 @@
 #include "absl/strings/str_join.h"
 #include "fuzz/fuzz_support.h"
 #include "fuzzer/FuzzedDataProvider.h"
+#include "properties/cache_machine_commands.h"
 #include "properties/dense_model.h"
+#include "properties/kernel_case.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/storage.h"
 #include "src/tensor/tensor.h"
@@ -40,6 +42,8 @@ constexpr size_t kMaxPool = 4;
 constexpr int64_t kMaxElements = 512;  // never allocate more than this per tensor
 
 using properties::DenseTensor;
+using properties::cache_machine::BitsOf;
+using properties::cache_machine::FloatOf;
 
 using Int128 = __int128;
 
@@ -101,30 +105,6 @@ int HostileDim(FuzzedDataProvider& in, int rank) {
 
 std::vector<int64_t> ShapeOf(const Tensor& t) {
   return std::vector<int64_t>(t.shape().begin(), t.shape().end());
-}
-
-uint32_t BitsOf(float value, DType dtype) {
-  switch (dtype) {
-    case DType::kF16:
-      return F32ToF16Bits(value);
-    case DType::kBF16:
-      return F32ToBF16Bits(value);
-    case DType::kF32:
-      break;
-  }
-  return std::bit_cast<uint32_t>(value);
-}
-
-float FloatOf(uint32_t bits, DType dtype) {
-  switch (dtype) {
-    case DType::kF16:
-      return F16BitsToF32(static_cast<uint16_t>(bits));
-    case DType::kBF16:
-      return BF16BitsToF32(static_cast<uint16_t>(bits));
-    case DType::kF32:
-      break;
-  }
-  return std::bit_cast<float>(bits);
 }
 
 // Exact product of `shape`, or nullopt for a negative dimension or a product past int64_t.
@@ -251,8 +231,8 @@ void Create(Run& run, FuzzedDataProvider& in) {
     }
     return;
   }
-  const std::vector<float> values = SeededValues(in.ConsumeIntegral<uint32_t>(), count, 1.0f,
-                                                 dtype);
+  const std::vector<float> values =
+      properties::SeededValues(in.ConsumeIntegral<uint32_t>(), count, 1.0f, dtype);
   absl::StatusOr<Tensor> tensor = Tensor::FromFloats(dtype, shape, values);
   if (!tensor.ok()) run.Fail(absl::StrCat("FromFloats failed: ", tensor.status().ToString()));
   DenseTensor model{shape, {}};
@@ -272,8 +252,8 @@ void HostileView(Run& run, FuzzedDataProvider& in) {
   for (int d = 0; d < rank; ++d) strides.push_back(HostileInt(in, 12));
   const int64_t offset = HostileInt(in, 8);
   run.trace.Add("View(storage of ", size, " ", DTypeName(dtype), ", shape [",
-                absl::StrJoin(shape, ","), "] strides [", absl::StrJoin(strides, ","),
-                "] offset ", offset, ")");
+                absl::StrJoin(shape, ","), "] strides [", absl::StrJoin(strides, ","), "] offset ",
+                offset, ")");
   absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(dtype, size);
   if (!storage.ok()) run.Fail("Storage::Allocate of a small buffer failed");
   // Layout::Strided: no negative value; element count and largest offset fit in int64_t.
@@ -299,7 +279,7 @@ void HostileView(Run& run, FuzzedDataProvider& in) {
   CheckStatus(run, layout.status(), expect, "Layout::Strided");
   if (!layout.ok()) return;
   const absl::StatusOr<Tensor> view = Tensor::View(*storage, *layout);
-  expect = count == 0 ? Expect::kOkOrInvalid
+  expect = count == 0            ? Expect::kOkOrInvalid
            : last < Int128{size} ? Expect::kOk
                                  : Expect::kInvalidArgument;
   CheckStatus(run, view.status(), expect, "Tensor::View");
@@ -317,8 +297,8 @@ void NarrowOp(Run& run, FuzzedDataProvider& in, size_t i) {
   const int64_t size = dim >= 0 && dim < rank ? e.tensor.dim(dim) : 0;
   const int64_t start = HostileInt(in, size);
   const int64_t length = HostileInt(in, size);
-  run.trace.Add("Narrow(tensor ", i, " ", DimsToString(e.tensor.shape()), ", dim ", dim,
-                ", start ", start, ", length ", length, ")");
+  run.trace.Add("Narrow(tensor ", i, " ", DimsToString(e.tensor.shape()), ", dim ", dim, ", start ",
+                start, ", length ", length, ")");
   Expect expect = Expect::kOk;
   if (dim < 0 || dim >= rank) {
     expect = Expect::kInvalidArgument;
@@ -385,8 +365,8 @@ void PermuteOp(Run& run, FuzzedDataProvider& in, size_t i) {
   DenseTensor model = e.model;
   std::vector<int> current = identity;  // current[k]: input dim now at position k
   for (int k = 0; k < rank; ++k) {
-    const int at = static_cast<int>(std::find(current.begin(), current.end(), order[k]) -
-                                    current.begin());
+    const int at =
+        static_cast<int>(std::find(current.begin(), current.end(), order[k]) - current.begin());
     if (at != k) {
       model = properties::ModelTranspose(model, k, at);
       std::swap(current[k], current[at]);

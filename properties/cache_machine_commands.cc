@@ -29,13 +29,6 @@ TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
   return spec;
 }
 
-std::vector<uint32_t> SpecBits(const TensorSpec& spec) {
-  std::vector<uint32_t> bits;
-  bits.reserve(spec.values.size());
-  for (float x : spec.values) bits.push_back(BitsOf(x, spec.dtype));
-  return bits;
-}
-
 }  // namespace
 
 EventScope::EventScope(std::set<std::string>* events) { current_events = events; }
@@ -43,6 +36,13 @@ EventScope::~EventScope() { current_events = nullptr; }
 
 void NoteEvent(bool happened, const char* event) {
   if (happened && current_events != nullptr) current_events->insert(event);
+}
+
+std::vector<uint32_t> SpecBits(const TensorSpec& spec) {
+  std::vector<uint32_t> bits;
+  bits.reserve(spec.values.size());
+  for (float x : spec.values) bits.push_back(BitsOf(x, spec.dtype));
+  return bits;
 }
 
 uint32_t BitsOf(float value, DType dtype) {

@@ -33,6 +33,8 @@ void NoteEvent(bool happened, const char* event);
 
 uint32_t BitsOf(float value, DType dtype);
 float FloatOf(uint32_t bits, DType dtype);
+// The element bits of a spec's values, row-major (what the cache model stores).
+std::vector<uint32_t> SpecBits(const TensorSpec& spec);
 // Shrinking removes commands, so a command's stored arguments must be re-checked against the
 // state it will now run in: the branch must exist and (when set) have the expected shape.
 void RequireBranch(const Model& m, int branch);

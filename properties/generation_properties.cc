@@ -32,8 +32,8 @@ struct DecoderCase {
 
 void showValue(const DecoderCase& c, std::ostream& os) {
   os << c.config.ToString() << ", weight seed " << c.weight_seed << ", prompt ["
-     << absl::StrJoin(c.prompt, ",") << "], " << c.new_tokens << " new tokens, kernel "
-     << c.kernel << ", cache window " << c.cache_window;
+     << absl::StrJoin(c.prompt, ",") << "], " << c.new_tokens << " new tokens, kernel " << c.kernel
+     << ", cache window " << c.cache_window;
 }
 
 rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
@@ -44,8 +44,8 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
     m.vocab_size = *Uniform<int64_t>(2, 48);
     m.context_length = 40;
     m.num_kv_heads = *Uniform<int64_t>(1, 3);
-    m.num_heads = m.kind == DecoderKind::kGpt2 ? m.num_kv_heads
-                                               : m.num_kv_heads * *Uniform<int64_t>(1, 4);
+    m.num_heads =
+        m.kind == DecoderKind::kGpt2 ? m.num_kv_heads : m.num_kv_heads * *Uniform<int64_t>(1, 4);
     m.width = m.num_heads * *rc::gen::element<int64_t>(2, 4, 6, 8);
     m.num_layers = *Uniform<int64_t>(1, 4);
     m.mlp_hidden = m.kind == DecoderKind::kGpt2 ? 4 * m.width : *Uniform<int64_t>(4, 49);
@@ -110,8 +110,7 @@ double TopGap(absl::Span<const float> logits) {
 
 // `actual` against `expected` (the recomputation): logits within the tolerance and the same
 // tokens, up to the first near tie of `expected`.
-void CompareGenerations(const Generation& actual, const Generation& expected,
-                        const char* what) {
+void CompareGenerations(const Generation& actual, const Generation& expected, const char* what) {
   RC_ASSERT(actual.tokens.size() == expected.tokens.size());
   for (size_t t = 0; t < expected.tokens.size(); ++t) {
     const std::vector<float>& want = expected.logits[t];
@@ -144,24 +143,22 @@ GeneratorFactory CorrectGenerator() {
   };
 }
 
-PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy,
-                                           GeneratorFactory factory, int cases,
-                                           const std::string& name) {
+PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, GeneratorFactory factory,
+                                           int cases, const std::string& name) {
   PropertySpec spec;
   spec.name = name.empty() ? absl::StrCat("generation/", strategy.name) : name;
   spec.default_cases = cases;
   spec.body = [&strategy, factory] {
     const DecoderCase c = *GenDecoderCase(strategy.windowed);
     const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-    const Generation expected =
-        Run(CorrectGenerator(), *decoder, Options(c, "none"), c);
+    const Generation expected = Run(CorrectGenerator(), *decoder, Options(c, "none"), c);
     const Generation actual = Run(factory, *decoder, Options(c, strategy.name), c);
     CompareGenerations(actual, expected, "cached vs recomputation");
     RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
     RC_CLASSIFY(c.config.sliding_window > 0, "windowed layers");
-    RC_CLASSIFY(static_cast<int64_t>(c.prompt.size()) + c.new_tokens > c.cache_window &&
-                    c.cache_window > 0,
-                "sequence past the cache window");
+    RC_CLASSIFY(
+        static_cast<int64_t>(c.prompt.size()) + c.new_tokens > c.cache_window && c.cache_window > 0,
+        "sequence past the cache window");
   };
   return spec;
 }
@@ -172,8 +169,8 @@ PropertySpec ChunkedPrefillProperty(int cases) {
                 CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
             const DecoderCase c = *GenDecoderCase(strategy.windowed);
             const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-            const Generation one_shot = Run(CorrectGenerator(), *decoder,
-                                            Options(c, strategy.name), c);
+            const Generation one_shot =
+                Run(CorrectGenerator(), *decoder, Options(c, strategy.name), c);
             // The same prompt in chunks, then the same decode loop.
             absl::StatusOr<std::unique_ptr<model::Generator>> g =
                 model::Generator::Create(decoder.get(), Options(c, strategy.name));
@@ -186,8 +183,8 @@ PropertySpec ChunkedPrefillProperty(int cases) {
             cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
             absl::StatusOr<std::vector<float>> logits;
             for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-              logits = (*g)->Feed(absl::MakeConstSpan(c.prompt).subspan(cuts[i],
-                                                                         cuts[i + 1] - cuts[i]));
+              logits =
+                  (*g)->Feed(absl::MakeConstSpan(c.prompt).subspan(cuts[i], cuts[i + 1] - cuts[i]));
               RC_ASSERT(logits.ok());
             }
             Generation chunked;
@@ -206,70 +203,70 @@ PropertySpec ChunkedPrefillProperty(int cases) {
 
 PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases,
                                              const std::string& name) {
-  return {name.empty() ? "generation/reset_between_generations" : name, cases, [factory] {
-            const CacheStrategy& strategy = CacheStrategies()[*Uniform<size_t>(
-                0, CacheStrategies().size())];
-            DecoderCase first = *GenDecoderCase(strategy.windowed);
-            const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
-            DecoderCase second = first;
-            second.prompt = *rc::gen::container<std::vector<int32_t>>(
-                static_cast<size_t>(*Uniform(1, 10)),
-                rc::gen::inRange<int32_t>(0, static_cast<int32_t>(first.config.vocab_size)));
-            second.new_tokens = *Uniform<int64_t>(1, 12);
-            absl::StatusOr<std::unique_ptr<model::Generator>> g =
-                factory(decoder.get(), Options(first, strategy.name));
-            RC_ASSERT(g.ok());
-            RC_ASSERT((*g)->Generate(first.prompt, first.new_tokens).ok());
-            absl::StatusOr<Generation> again = (*g)->Generate(second.prompt, second.new_tokens,
-                                                              true);
-            if (!again.ok()) RC_FAIL(absl::StrCat("second generation: ",
-                                                  again.status().ToString()));
-            const Generation fresh =
-                Run(CorrectGenerator(), *decoder, Options(second, strategy.name), second);
-            if (again->tokens != fresh.tokens || again->logits != fresh.logits) {
-              RC_FAIL(absl::StrCat("after a first generation, ", strategy.name,
-                                   " generated [", absl::StrJoin(again->tokens, ","),
-                                   "]; a fresh generator [", absl::StrJoin(fresh.tokens, ","),
-                                   "] (logits compared bitwise)"));
-            }
-            RC_TAG(strategy.name);
-          }};
+  return {
+      name.empty() ? "generation/reset_between_generations" : name, cases, [factory] {
+        const CacheStrategy& strategy =
+            CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
+        DecoderCase first = *GenDecoderCase(strategy.windowed);
+        const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
+        DecoderCase second = first;
+        second.prompt = *rc::gen::container<std::vector<int32_t>>(
+            static_cast<size_t>(*Uniform(1, 10)),
+            rc::gen::inRange<int32_t>(0, static_cast<int32_t>(first.config.vocab_size)));
+        second.new_tokens = *Uniform<int64_t>(1, 12);
+        absl::StatusOr<std::unique_ptr<model::Generator>> g =
+            factory(decoder.get(), Options(first, strategy.name));
+        RC_ASSERT(g.ok());
+        RC_ASSERT((*g)->Generate(first.prompt, first.new_tokens).ok());
+        absl::StatusOr<Generation> again = (*g)->Generate(second.prompt, second.new_tokens, true);
+        if (!again.ok()) RC_FAIL(absl::StrCat("second generation: ", again.status().ToString()));
+        const Generation fresh =
+            Run(CorrectGenerator(), *decoder, Options(second, strategy.name), second);
+        if (again->tokens != fresh.tokens || again->logits != fresh.logits) {
+          RC_FAIL(absl::StrCat("after a first generation, ", strategy.name, " generated [",
+                               absl::StrJoin(again->tokens, ","), "]; a fresh generator [",
+                               absl::StrJoin(fresh.tokens, ","), "] (logits compared bitwise)"));
+        }
+        RC_TAG(strategy.name);
+      }};
 }
 
 PropertySpec EngineVsReferenceProperty(int cases) {
-  return {"generation/engine_vs_reference", cases, [] {
-            DecoderCase c = *GenDecoderCase(false);
-            const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-            const std::vector<int64_t> windows =
-                model::EffectiveLayerWindows(c.config, Options(c, "none"));
-            const std::vector<double> exact = reference::ReferenceDecoderLogits(
-                decoder->weights(), c.prompt, windows);
-            const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
-            for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
-              model::ForwardOptions options;
-              options.kernel = model::FindAttentionKernel(c.kernel);
-              options.matmul = path;
-              options.logits_rows = S;
-              absl::StatusOr<std::vector<float>> logits =
-                  decoder->Forward(c.prompt, {0, 0}, {}, options);
-              RC_ASSERT(logits.ok());
-              for (int64_t s = 0; s < S; ++s) {
-                double max_abs = 0;
-                for (int64_t v = 0; v < V; ++v) max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
-                const double tolerance = kRelativeLogitTolerance * (1 + max_abs);
-                for (int64_t v = 0; v < V; ++v) {
-                  const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
-                  if (!(error <= tolerance)) {
-                    RC_FAIL(absl::StrCat(path == model::MatmulPath::kOptimized ? "optimized" : "plain",
-                                         " position ", s, " logit ", v, ": ",
-                                         (*logits)[s * V + v], " vs exact ", exact[s * V + v],
-                                         " (tolerance ", tolerance, ")"));
-                  }
-                }
+  return {
+      "generation/engine_vs_reference", cases, [] {
+        DecoderCase c = *GenDecoderCase(false);
+        const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+        const std::vector<int64_t> windows =
+            model::EffectiveLayerWindows(c.config, Options(c, "none"));
+        const std::vector<double> exact =
+            reference::ReferenceDecoderLogits(decoder->weights(), c.prompt, windows);
+        const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
+        for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
+          model::ForwardOptions options;
+          options.kernel = model::FindAttentionKernel(c.kernel);
+          options.matmul = path;
+          options.logits_rows = S;
+          absl::StatusOr<std::vector<float>> logits =
+              decoder->Forward(c.prompt, {0, 0}, {}, options);
+          RC_ASSERT(logits.ok());
+          for (int64_t s = 0; s < S; ++s) {
+            double max_abs = 0;
+            for (int64_t v = 0; v < V; ++v)
+              max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
+            const double tolerance = kRelativeLogitTolerance * (1 + max_abs);
+            for (int64_t v = 0; v < V; ++v) {
+              const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
+              if (!(error <= tolerance)) {
+                RC_FAIL(absl::StrCat(path == model::MatmulPath::kOptimized ? "optimized" : "plain",
+                                     " position ", s, " logit ", v, ": ", (*logits)[s * V + v],
+                                     " vs exact ", exact[s * V + v], " (tolerance ", tolerance,
+                                     ")"));
               }
             }
-            RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
-          }};
+          }
+        }
+        RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
+      }};
 }
 
 std::vector<PropertySpec> GenerationProperties() {

@@ -36,9 +36,8 @@ using GeneratorFactory = std::function<absl::StatusOr<std::unique_ptr<model::Gen
 
 GeneratorFactory CorrectGenerator();
 
-PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy,
-                                           GeneratorFactory factory, int cases,
-                                           const std::string& name = "");
+PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, GeneratorFactory factory,
+                                           int cases, const std::string& name = "");
 PropertySpec ChunkedPrefillProperty(int cases);
 PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases,
                                              const std::string& name = "");

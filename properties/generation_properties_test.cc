@@ -19,8 +19,7 @@ TEST_P(GenerationPropertyTest, Holds) {
   EXPECT_TRUE(outcome.passed) << outcome.message << "\n" << outcome.replay;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, GenerationPropertyTest,
-                         ::testing::ValuesIn(GenerationProperties()),
+INSTANTIATE_TEST_SUITE_P(All, GenerationPropertyTest, ::testing::ValuesIn(GenerationProperties()),
                          [](const ::testing::TestParamInfo<PropertySpec>& info) {
                            std::string name = info.param.name.substr(11);  // "generation/"
                            for (char& c : name) {

@@ -14,6 +14,16 @@ namespace {
 
 using reference::AttentionProblem;
 
+TensorSpec SpecFor(DType dtype, std::vector<int64_t> shape, std::vector<float> values,
+                   bool strided) {
+  if (!strided) return TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
+  TensorSpec spec = *GenTensorSpec(dtype, shape, Values::kFinite, LayoutKind::kAny);
+  spec.values = std::move(values);
+  return spec;
+}
+
+}  // namespace
+
 // Values come from a generated seed and a fast generator rather than one RapidCheck
 // generator per element: cases hold up to ~10^6 values, and per-element shrink trees would
 // dominate the run. Shrinking still reduces the shapes; the values follow the seed.
@@ -32,15 +42,27 @@ std::vector<float> SeededValues(uint64_t seed, int64_t count, float amplitude, D
   return values;
 }
 
-TensorSpec SpecFor(DType dtype, std::vector<int64_t> shape, std::vector<float> values,
-                   bool strided) {
-  if (!strided) return TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
-  TensorSpec spec = *GenTensorSpec(dtype, shape, Values::kFinite, LayoutKind::kAny);
-  spec.values = std::move(values);
-  return spec;
+void SetRingPositions(AttentionProblem& p, int64_t appended) {
+  const int64_t first = appended - p.kv_len;  // the oldest visible position
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t j = 0; j < p.kv_len; ++j) {
+      // Position `first + t` lives in slot (first + t) % kv_len.
+      p.kv_positions.push_back(first + ((j - first % p.kv_len) % p.kv_len + p.kv_len) % p.kv_len);
+    }
+    for (int64_t i = 0; i < p.q_len; ++i) p.q_positions.push_back(appended - p.q_len + i);
+  }
 }
 
-}  // namespace
+void SetVarlenPositions(AttentionProblem& p, absl::Span<const int64_t> lengths) {
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t length = lengths[b];
+    for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(j < length ? j : -1);
+    for (int64_t i = 0; i < p.q_len; ++i) {
+      const int64_t qpos = length - p.q_len + i;
+      p.q_positions.push_back(qpos >= 0 ? qpos : -1);
+    }
+  }
+}
 
 rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
   return rc::gen::exec([max_kv_len] {
@@ -72,25 +94,12 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
     const int kind = *Uniform(0, 10);
     c.positions_kind = kind < 5 ? "default" : kind < 7 ? "ring" : "varlen";
     if (c.positions_kind == "ring" && p.kv_len > 0) {
-      const int64_t n = p.kv_len + *Uniform<int64_t>(0, 50);  // tokens appended so far
-      const int64_t first = n - p.kv_len;
-      for (int64_t b = 0; b < p.batch; ++b) {
-        for (int64_t j = 0; j < p.kv_len; ++j) {
-          p.kv_positions.push_back(first + ((j - first % p.kv_len) % p.kv_len + p.kv_len) %
-                                               p.kv_len);
-        }
-        for (int64_t i = 0; i < p.q_len; ++i) p.q_positions.push_back(n - p.q_len + i);
-      }
+      SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50));  // tokens appended so far
       if (*Uniform(0, 2) == 0) p.window = p.kv_len;
     } else if (c.positions_kind == "varlen") {
-      for (int64_t b = 0; b < p.batch; ++b) {
-        const int64_t length = *Uniform<int64_t>(0, p.kv_len + 1);
-        for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(j < length ? j : -1);
-        for (int64_t i = 0; i < p.q_len; ++i) {
-          const int64_t qpos = length - p.q_len + i;
-          p.q_positions.push_back(qpos >= 0 ? qpos : -1);
-        }
-      }
+      std::vector<int64_t> lengths;
+      for (int64_t b = 0; b < p.batch; ++b) lengths.push_back(*Uniform<int64_t>(0, p.kv_len + 1));
+      SetVarlenPositions(p, lengths);
     }
     const std::vector<int64_t> q_shape = {p.batch, p.num_heads, p.q_len, p.head_dim};
     const std::vector<int64_t> kv_shape = {p.batch, p.num_kv_heads, p.kv_len, p.head_dim};
@@ -105,7 +114,8 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
     if (*Uniform(0, 20) == 0) {  // special values somewhere
       for (std::vector<float>* values : {&p.q, &p.k, &p.v}) {
         if (values->empty() || *Uniform(0, 2) == 0) continue;
-        (*values)[*Uniform<size_t>(0, values->size())] = *rc::gen::element(NAN, INFINITY, -INFINITY);
+        (*values)[*Uniform<size_t>(0, values->size())] =
+            *rc::gen::element(NAN, INFINITY, -INFINITY);
       }
     }
     if (*Uniform(0, 5) == 0) {

@@ -34,6 +34,17 @@ struct KernelInputs {
   AttentionParams params;
 };
 
+// `count` values on a 1/1024 grid in [-2 amplitude, 2 amplitude], exactly representable in
+// `dtype`, from a SplitMix64 stream seeded with `seed` (cases carry a seed, not every value).
+std::vector<float> SeededValues(uint64_t seed, int64_t count, float amplitude, DType dtype);
+
+// Positions of a ring cache of p.kv_len slots after `appended` tokens (slot order; the queries
+// are the newest p.q_len positions), for every batch row.
+void SetRingPositions(reference::AttentionProblem& p, int64_t appended);
+// Varlen rows: row b holds lengths[b] keys at slots [0, lengths[b]), the rest empty (-1); the
+// queries are the row's last p.q_len positions (-1 where that is before 0).
+void SetVarlenPositions(reference::AttentionProblem& p, absl::Span<const int64_t> lengths);
+
 // Generated cases; `max_kv_len` bounds Skv.
 rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len = 300);
 

@@ -28,8 +28,8 @@ Matrix Linear(const Matrix& x, int64_t rows, int64_t in, const std::vector<float
   return y;
 }
 
-Matrix Norm(const DecoderConfig& c, const Matrix& x, int64_t rows,
-            const std::vector<float>& weight, const std::vector<float>& bias) {
+Matrix Norm(const DecoderConfig& c, const Matrix& x, int64_t rows, const std::vector<float>& weight,
+            const std::vector<float>& bias) {
   const int64_t W = c.width;
   Matrix y(rows * W);
   for (int64_t r = 0; r < rows; ++r) {
@@ -71,8 +71,7 @@ void Rope(Matrix& x, int64_t S, int64_t heads, int64_t D, float theta) {
   }
 }
 
-void AddLayer(const DecoderConfig& c, const LayerWeights& w, int64_t window, Matrix& x,
-              int64_t S) {
+void AddLayer(const DecoderConfig& c, const LayerWeights& w, int64_t window, Matrix& x, int64_t S) {
   const bool gpt2 = c.kind == DecoderKind::kGpt2;
   const int64_t W = c.width, H = c.num_heads, KH = c.num_kv_heads, D = c.head_dim(),
                 F = c.mlp_hidden;

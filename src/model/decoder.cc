@@ -25,16 +25,15 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights)
   KV_RETURN_IF_ERROR(ValidateDecoderConfig(weights.config));
   DecoderWeights& w = weights;
   absl::Status status;
-  ForEachWeight(w, [&](const std::string& name, const std::vector<int64_t>& shape,
-                       std::vector<float>& data) {
-    const int64_t expected =
-        std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
-    if (status.ok() && static_cast<int64_t>(data.size()) != expected) {
-      status = absl::InvalidArgumentError(absl::StrCat("decoder: tensor ", name, " has ",
-                                                       data.size(), " values, expected ",
-                                                       expected));
-    }
-  });
+  ForEachWeight(
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+        const int64_t expected =
+            std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+        if (status.ok() && static_cast<int64_t>(data.size()) != expected) {
+          status = absl::InvalidArgumentError(absl::StrCat(
+              "decoder: tensor ", name, " has ", data.size(), " values, expected ", expected));
+        }
+      });
   KV_RETURN_IF_ERROR(status);
   return std::unique_ptr<Decoder>(new Decoder(std::move(weights)));
 }
@@ -48,28 +47,26 @@ absl::StatusOr<std::vector<float>> Decoder::Forward(absl::Span<const int32_t> to
   if (S == 0) return absl::InvalidArgumentError("decoder: no tokens to run");
   for (int64_t i = 0; i < S; ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("decoder: token ", i, " is ", tokens[i],
-                                                     "; the vocabulary is [0, ", c.vocab_size,
-                                                     ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "decoder: token ", i, " is ", tokens[i], "; the vocabulary is [0, ", c.vocab_size, ")"));
     }
   }
-  if (positions.first < 0 || positions.query_first < 0 ||
-      positions.first > c.context_length - S) {
+  if (positions.first < 0 || positions.query_first < 0 || positions.first > c.context_length - S) {
     return absl::OutOfRangeError(absl::StrCat("decoder: positions [", positions.first, ", ",
                                               positions.first + S, ") pass the context length ",
                                               c.context_length));
   }
   if (!caches.empty() && static_cast<int64_t>(caches.size()) != c.num_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("decoder: ", caches.size(), " caches for ",
-                                                   c.num_layers, " layers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("decoder: ", caches.size(), " caches for ", c.num_layers, " layers"));
   }
   if (!options.layer_windows.empty() &&
       static_cast<int64_t>(options.layer_windows.size()) != c.num_layers) {
     return absl::InvalidArgumentError("decoder: layer_windows needs one window per layer");
   }
   if (options.logits_rows < 1 || options.logits_rows > S) {
-    return absl::InvalidArgumentError(absl::StrCat("decoder: logits_rows ", options.logits_rows,
-                                                   " outside [1, ", S, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("decoder: logits_rows ", options.logits_rows, " outside [1, ", S, "]"));
   }
   const int64_t W = c.width;
   // x = token embedding (+ position embedding for gpt2).
@@ -85,8 +82,8 @@ absl::StatusOr<std::vector<float>> Decoder::Forward(absl::Span<const int32_t> to
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t window =
         options.layer_windows.empty() ? c.layer_window(l) : options.layer_windows[l];
-    KV_RETURN_IF_ERROR(Layer(l, x, S, positions, caches.empty() ? nullptr : caches[l], window,
-                             options));
+    KV_RETURN_IF_ERROR(
+        Layer(l, x, S, positions, caches.empty() ? nullptr : caches[l], window, options));
   }
   // Final norm and the tied head over the last logits_rows rows.
   const int64_t rows = options.logits_rows;
@@ -123,9 +120,12 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     RmsNorm(x.data(), S, W, w.attn_norm_weight.data(), c.norm_eps, h.data());
   }
   std::vector<float> q(S * H * D), k(S * KH * D), v(S * KH * D);
-  Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul, options.num_threads);
-  Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KH * D, k.data(), options.matmul, options.num_threads);
-  Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KH * D, v.data(), options.matmul, options.num_threads);
+  Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul,
+         options.num_threads);
+  Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KH * D, k.data(), options.matmul,
+         options.num_threads);
+  Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KH * D, v.data(), options.matmul,
+         options.num_threads);
   if (!gpt2) {
     ApplyRope(q.data(), S, H, D, positions.first, c.rope_theta);
     ApplyRope(k.data(), S, KH, D, positions.first, c.rope_theta);
@@ -175,7 +175,8 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     }
   }
   std::vector<float> attn(S * W);
-  Linear(merged.data(), S, H * D, w.wo.data(), bias(w.bo), W, attn.data(), options.matmul, options.num_threads);
+  Linear(merged.data(), S, H * D, w.wo.data(), bias(w.bo), W, attn.data(), options.matmul,
+         options.num_threads);
   for (int64_t i = 0; i < S * W; ++i) x[i] += attn[i];
 
   // MLP block: x += down(act(up(norm(x)))).
@@ -186,17 +187,20 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     RmsNorm(x.data(), S, W, w.mlp_norm_weight.data(), c.norm_eps, h.data());
   }
   std::vector<float> up(S * F);
-  Linear(h.data(), S, W, w.w_up.data(), bias(w.b_up), F, up.data(), options.matmul, options.num_threads);
+  Linear(h.data(), S, W, w.w_up.data(), bias(w.b_up), F, up.data(), options.matmul,
+         options.num_threads);
   if (gpt2) {
     GeluInPlace(up.data(), S * F);
   } else {
     std::vector<float> gate(S * F);
-    Linear(h.data(), S, W, w.w_gate.data(), nullptr, F, gate.data(), options.matmul, options.num_threads);
+    Linear(h.data(), S, W, w.w_gate.data(), nullptr, F, gate.data(), options.matmul,
+           options.num_threads);
     SwiGluInPlace(gate.data(), up.data(), S * F);
     up.swap(gate);
   }
   std::vector<float> down(S * W);
-  Linear(up.data(), S, F, w.w_down.data(), bias(w.b_down), W, down.data(), options.matmul, options.num_threads);
+  Linear(up.data(), S, F, w.w_down.data(), bias(w.b_down), W, down.data(), options.matmul,
+         options.num_threads);
   for (int64_t i = 0; i < S * W; ++i) x[i] += down[i];
   return absl::OkStatus();
 }

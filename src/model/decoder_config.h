@@ -28,8 +28,8 @@ struct DecoderConfig {
   int64_t width = 0;           // model dimension
   int64_t num_layers = 0;
   int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;    // gpt2: == num_heads
-  int64_t mlp_hidden = 0;      // gpt2: 4 * width; llama: the SwiGLU hidden size
+  int64_t num_kv_heads = 0;  // gpt2: == num_heads
+  int64_t mlp_hidden = 0;    // gpt2: 4 * width; llama: the SwiGLU hidden size
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   int64_t sliding_window = 0;  // llama: window of the even layers; 0 disables
@@ -37,8 +37,7 @@ struct DecoderConfig {
   int64_t head_dim() const { return width / num_heads; }
   // The window of `layer`'s attention (0: none).
   int64_t layer_window(int64_t layer) const {
-    return kind == DecoderKind::kLlama && sliding_window > 0 && layer % 2 == 0 ? sliding_window
-                                                                                : 0;
+    return kind == DecoderKind::kLlama && sliding_window > 0 && layer % 2 == 0 ? sliding_window : 0;
   }
   // Parameters in the weights (the tied head counted once).
   int64_t num_parameters() const;

@@ -47,8 +47,8 @@ absl::StatusOr<DecoderConfig> ParseConfig(const std::string& text) {
       {"mlp_hidden", &c.mlp_hidden}, {"sliding_window", &c.sliding_window}};
   for (const auto& [name, value] : ints) {
     if (!absl::SimpleAtoi(fields[name], value)) {
-      return absl::InvalidArgumentError(absl::StrCat("weights: config field ", name, " is '",
-                                                     fields[name], "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights: config field ", name, " is '", fields[name], "'"));
     }
   }
   if (!absl::SimpleAtof(fields["norm_eps"], &c.norm_eps) ||
@@ -121,18 +121,18 @@ absl::StatusOr<DecoderWeights> RandomWeights(const DecoderConfig& config, uint64
   w.config = config;
   UniformStream stream(seed);
   const float matrix_scale = 0.02f * std::sqrt(3.0f);  // uniform with std 0.02
-  ForEachWeight(w, [&](const std::string& name, const std::vector<int64_t>& shape,
-                       std::vector<float>& data) {
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    data.resize(count);
-    const bool norm_weight = name.find("norm.weight") != std::string::npos;
-    const bool vector = shape.size() == 1;
-    for (float& x : data) {
-      const float u = stream.Next();
-      x = norm_weight ? 1.0f + 0.1f * u : vector ? 0.02f * u : matrix_scale * u;
-    }
-  });
+  ForEachWeight(
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+        int64_t count = 1;
+        for (int64_t d : shape) count *= d;
+        data.resize(count);
+        const bool norm_weight = name.find("norm.weight") != std::string::npos;
+        const bool vector = shape.size() == 1;
+        for (float& x : data) {
+          const float u = stream.Next();
+          x = norm_weight ? 1.0f + 0.1f * u : vector ? 0.02f * u : matrix_scale * u;
+        }
+      });
   return w;
 }
 
@@ -146,19 +146,18 @@ absl::Status SaveWeights(const DecoderWeights& weights, const std::string& path)
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   DecoderWeights& w = const_cast<DecoderWeights&>(weights);  // ForEachWeight only reads here
   uint32_t count = 0;
-  ForEachWeight(w, [&](const std::string&, const std::vector<int64_t>&, std::vector<float>&) {
-    ++count;
-  });
+  ForEachWeight(
+      w, [&](const std::string&, const std::vector<int64_t>&, std::vector<float>&) { ++count; });
   put_u32(count);
-  ForEachWeight(w, [&](const std::string& name, const std::vector<int64_t>& shape,
-                       std::vector<float>& data) {
-    put_u32(static_cast<uint32_t>(name.size()));
-    out.write(name.data(), static_cast<std::streamsize>(name.size()));
-    put_u32(static_cast<uint32_t>(shape.size()));
-    for (int64_t d : shape) out.write(reinterpret_cast<const char*>(&d), 8);
-    out.write(reinterpret_cast<const char*>(data.data()),
-              static_cast<std::streamsize>(data.size() * sizeof(float)));
-  });
+  ForEachWeight(
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+        put_u32(static_cast<uint32_t>(name.size()));
+        out.write(name.data(), static_cast<std::streamsize>(name.size()));
+        put_u32(static_cast<uint32_t>(shape.size()));
+        for (int64_t d : shape) out.write(reinterpret_cast<const char*>(&d), 8);
+        out.write(reinterpret_cast<const char*>(data.data()),
+                  static_cast<std::streamsize>(data.size() * sizeof(float)));
+      });
   if (!out.good()) return absl::DataLossError(absl::StrCat("weights: write to ", path, " failed"));
   return absl::OkStatus();
 }
@@ -174,7 +173,8 @@ absl::StatusOr<DecoderWeights> LoadWeights(const std::string& path) {
   uint32_t text_size = 0;
   if (!read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !read(&text_size, 4) ||
       text_size > (1u << 16)) {
-    return absl::InvalidArgumentError(absl::StrCat("weights: ", path, " is not a kvcheck weight file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights: ", path, " is not a kvcheck weight file"));
   }
   std::string text(text_size, '\0');
   if (!read(text.data(), text_size)) return absl::DataLossError("weights: truncated config");
@@ -184,43 +184,43 @@ absl::StatusOr<DecoderWeights> LoadWeights(const std::string& path) {
   if (!read(&count, 4)) return absl::DataLossError("weights: truncated tensor count");
   absl::Status status;
   uint32_t seen = 0;
-  ForEachWeight(w, [&](const std::string& name, const std::vector<int64_t>& shape,
-                       std::vector<float>& data) {
-    if (!status.ok()) return;
-    ++seen;
-    uint32_t name_size = 0, rank = 0;
-    std::string file_name;
-    if (!read(&name_size, 4) || name_size > 4096) {
-      status = absl::DataLossError(absl::StrCat("weights: truncated before ", name));
-      return;
-    }
-    file_name.resize(name_size);
-    std::vector<int64_t> file_shape;
-    if (!read(file_name.data(), name_size) || !read(&rank, 4) || rank > 8) {
-      status = absl::DataLossError(absl::StrCat("weights: truncated before ", name));
-      return;
-    }
-    file_shape.resize(rank);
-    if (rank > 0 && !read(file_shape.data(), 8 * rank)) {
-      status = absl::DataLossError(absl::StrCat("weights: truncated in ", name));
-      return;
-    }
-    if (file_name != name || file_shape != shape) {
-      status = absl::InvalidArgumentError(absl::StrCat("weights: expected tensor ", name,
-                                                       ", found ", file_name));
-      return;
-    }
-    int64_t elements = 1;
-    for (int64_t d : shape) elements *= d;
-    data.resize(elements);
-    if (!read(data.data(), data.size() * sizeof(float))) {
-      status = absl::DataLossError(absl::StrCat("weights: truncated data of ", name));
-    }
-  });
+  ForEachWeight(
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+        if (!status.ok()) return;
+        ++seen;
+        uint32_t name_size = 0, rank = 0;
+        std::string file_name;
+        if (!read(&name_size, 4) || name_size > 4096) {
+          status = absl::DataLossError(absl::StrCat("weights: truncated before ", name));
+          return;
+        }
+        file_name.resize(name_size);
+        std::vector<int64_t> file_shape;
+        if (!read(file_name.data(), name_size) || !read(&rank, 4) || rank > 8) {
+          status = absl::DataLossError(absl::StrCat("weights: truncated before ", name));
+          return;
+        }
+        file_shape.resize(rank);
+        if (rank > 0 && !read(file_shape.data(), 8 * rank)) {
+          status = absl::DataLossError(absl::StrCat("weights: truncated in ", name));
+          return;
+        }
+        if (file_name != name || file_shape != shape) {
+          status = absl::InvalidArgumentError(
+              absl::StrCat("weights: expected tensor ", name, ", found ", file_name));
+          return;
+        }
+        int64_t elements = 1;
+        for (int64_t d : shape) elements *= d;
+        data.resize(elements);
+        if (!read(data.data(), data.size() * sizeof(float))) {
+          status = absl::DataLossError(absl::StrCat("weights: truncated data of ", name));
+        }
+      });
   KV_RETURN_IF_ERROR(status);
   if (seen != count) {
-    return absl::InvalidArgumentError(absl::StrCat("weights: file has ", count,
-                                                   " tensors, the config needs ", seen));
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights: file has ", count, " tensors, the config needs ", seen));
   }
   return w;
 }

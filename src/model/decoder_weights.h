@@ -30,9 +30,9 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;                        // gpt2 only
   std::vector<float> wo, bo;                            // [W, H*D], [W] (bias gpt2 only)
   std::vector<float> mlp_norm_weight, mlp_norm_bias;    // [W]; bias: gpt2 only
-  std::vector<float> w_up, b_up;      // [F, W]: gpt2 fc (with bias), llama up
-  std::vector<float> w_gate;          // [F, W]: llama only
-  std::vector<float> w_down, b_down;  // [W, F]: gpt2 proj (with bias), llama down
+  std::vector<float> w_up, b_up;                        // [F, W]: gpt2 fc (with bias), llama up
+  std::vector<float> w_gate;                            // [F, W]: llama only
+  std::vector<float> w_down, b_down;                    // [W, F]: gpt2 proj (with bias), llama down
 };
 
 struct DecoderWeights {
@@ -45,10 +45,10 @@ struct DecoderWeights {
 
 // Calls fn(name, shape, data) for every tensor of the config's kind in canonical order;
 // `data` may be resized by fn (RandomWeights, LoadWeights) or read (SaveWeights).
-void ForEachWeight(DecoderWeights& weights,
-                   const std::function<void(const std::string& name,
-                                            const std::vector<int64_t>& shape,
-                                            std::vector<float>& data)>& fn);
+void ForEachWeight(
+    DecoderWeights& weights,
+    const std::function<void(const std::string& name, const std::vector<int64_t>& shape,
+                             std::vector<float>& data)>& fn);
 
 // Untrained weights: linear layers and embeddings uniform with standard deviation 0.02 (GPT-2's
 // initialisation scale), norm weights 1 + small noise, biases small noise; reproducible from

@@ -67,8 +67,7 @@ namespace kvcheck::model {
 
 HWY_EXPORT(GemvRowsImpl);
 
-void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-          int num_threads) {
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
   const int64_t parts = std::min<int64_t>(num_threads, std::max<int64_t>(1, rows / 64));
   if (parts <= 1) {
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y);

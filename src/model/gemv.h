@@ -16,8 +16,7 @@
 namespace kvcheck::model {
 
 // REQUIRES: 1 <= num_threads <= 256.
-void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-          int num_threads);
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
 void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y);
 
 }  // namespace kvcheck::model

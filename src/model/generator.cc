@@ -37,12 +37,12 @@ absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeLayerCaches(
   if (IsNone(options.cache_strategy)) return caches;
   const CacheStrategy* strategy = FindCacheStrategy(options.cache_strategy);
   if (strategy == nullptr) {
-    return absl::NotFoundError(absl::StrCat("generator: no cache strategy '",
-                                            options.cache_strategy, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("generator: no cache strategy '", options.cache_strategy, "'"));
   }
   if (strategy->windowed && options.cache_window <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("generator: strategy ", strategy->name,
-                                                   " needs cache_window > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("generator: strategy ", strategy->name, " needs cache_window > 0"));
   }
   const std::vector<int64_t> windows = EffectiveLayerWindows(config, options);
   for (int64_t l = 0; l < config.num_layers; ++l) {
@@ -89,8 +89,8 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const Decoder* deco
 absl::Status Generator::Init() {
   forward_.kernel = FindAttentionKernel(options_.attention_kernel);
   if (forward_.kernel == nullptr) {
-    return absl::NotFoundError(absl::StrCat("generator: no attention kernel '",
-                                            options_.attention_kernel, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("generator: no attention kernel '", options_.attention_kernel, "'"));
   }
   forward_.num_threads = options_.num_threads;
   forward_.matmul = options_.matmul;
@@ -107,27 +107,25 @@ absl::StatusOr<std::vector<float>> Generator::Feed(absl::Span<const int32_t> tok
     // Recompute the whole history, positions from 0.
     std::vector<int32_t> all = history_;
     all.insert(all.end(), tokens.begin(), tokens.end());
-    KV_ASSIGN_OR_RETURN(std::vector<float> logits,
-                        decoder_->Forward(all, {0, 0}, {}, forward_));
+    KV_ASSIGN_OR_RETURN(std::vector<float> logits, decoder_->Forward(all, {0, 0}, {}, forward_));
     history_ = std::move(all);
     position_ += static_cast<int64_t>(tokens.size());
     return logits;
   }
   KV_ASSIGN_OR_RETURN(std::vector<float> logits,
-                      decoder_->Forward(tokens, {position_, position_}, cache_pointers_,
-                                        forward_));
+                      decoder_->Forward(tokens, {position_, position_}, cache_pointers_, forward_));
   position_ += static_cast<int64_t>(tokens.size());
   return logits;
 }
 
-absl::StatusOr<Generation> Generator::Generate(absl::Span<const int32_t> prompt,
-                                               int64_t new_tokens, bool keep_logits) {
+absl::StatusOr<Generation> Generator::Generate(absl::Span<const int32_t> prompt, int64_t new_tokens,
+                                               bool keep_logits) {
   Reset();
   return RunLoop(prompt, new_tokens, keep_logits);
 }
 
-absl::StatusOr<Generation> Generator::RunLoop(absl::Span<const int32_t> prompt,
-                                              int64_t new_tokens, bool keep_logits) {
+absl::StatusOr<Generation> Generator::RunLoop(absl::Span<const int32_t> prompt, int64_t new_tokens,
+                                              bool keep_logits) {
   Generation result;
   if (new_tokens <= 0) return result;
   KV_ASSIGN_OR_RETURN(std::vector<float> logits, Feed(prompt));

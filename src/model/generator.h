@@ -30,18 +30,18 @@ namespace kvcheck::model {
 
 struct GenerationOptions {
   std::string cache_strategy = "prealloc";  // a registry name, or "none"
-  int64_t cache_window = 0;      // window of windowed strategies (> 0 required there)
-  int64_t initial_capacity = 0;  // preallocating strategies; 0: the registry default
+  int64_t cache_window = 0;                 // window of windowed strategies (> 0 required there)
+  int64_t initial_capacity = 0;             // preallocating strategies; 0: the registry default
   std::string attention_kernel = "flash";
-  int num_threads = 1;           // attention threads and OpenBLAS threads
+  int num_threads = 1;  // attention threads and OpenBLAS threads
   MatmulPath matmul = MatmulPath::kOptimized;
-  float temperature = 0.0f;      // 0: greedy (ties go to the lowest token id)
+  float temperature = 0.0f;  // 0: greedy (ties go to the lowest token id)
   uint64_t sampling_seed = 0;
 };
 
 struct Generation {
-  std::vector<int32_t> tokens;              // the new tokens
-  std::vector<std::vector<float>> logits;   // the logits each token was chosen from (optional)
+  std::vector<int32_t> tokens;             // the new tokens
+  std::vector<std::vector<float>> logits;  // the logits each token was chosen from (optional)
 };
 
 // The window each layer attends over under `options` (see above).
@@ -72,8 +72,8 @@ class Generator {
   virtual absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
 
   // Reset, prefill `prompt`, then `new_tokens` steps (feeding each chosen token back).
-  virtual absl::StatusOr<Generation> Generate(absl::Span<const int32_t> prompt,
-                                              int64_t new_tokens, bool keep_logits = false);
+  virtual absl::StatusOr<Generation> Generate(absl::Span<const int32_t> prompt, int64_t new_tokens,
+                                              bool keep_logits = false);
 
   // Forgets the sequence: position 0, caches reset, sampling restarted from the seed.
   virtual void Reset();

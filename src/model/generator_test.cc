@@ -109,15 +109,13 @@ TEST(GeneratorTest, UnknownStrategyOrKernel) {
   const std::unique_ptr<Decoder> decoder = MakeDecoder(SmallGpt2());
   GenerationOptions options;
   options.cache_strategy = "nope";
-  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(), absl::StatusCode::kNotFound);
   options.cache_strategy = "ring";  // windowed without a window
   EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(),
             absl::StatusCode::kInvalidArgument);
   options = {};
   options.attention_kernel = "nope";
-  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Generator::Create(decoder.get(), options).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(GeneratorTest, PositionPointerStaysOnError) {

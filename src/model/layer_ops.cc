@@ -36,8 +36,8 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
 
 void SetBlasThreads(int num_threads) { openblas_set_num_threads(num_threads); }
 
-void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight,
-               const float* bias, float eps, float* y) {
+void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight, const float* bias,
+               float eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * width;
     double mean = 0, var = 0;
@@ -89,8 +89,8 @@ void ApplyRope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t 
     for (int64_t i = 0; i < half; ++i) {
       // Angles in double: positions up to the context length keep full f32 accuracy.
       const double angle =
-          position * std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
-                                                              static_cast<double>(head_dim));
+          position * std::pow(static_cast<double>(theta),
+                              -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
       const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
       for (int64_t h = 0; h < heads; ++h) {
         float* v = x + (r * heads + h) * head_dim;

@@ -23,11 +23,10 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
 void SetBlasThreads(int num_threads);
 
 // y = (x - mean) / sqrt(var + eps) * weight + bias per row of `width` (biased variance).
-void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight,
-               const float* bias, float eps, float* y);
+void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight, const float* bias,
+               float eps, float* y);
 // y = x / sqrt(mean(x^2) + eps) * weight per row.
-void RmsNorm(const float* x, int64_t rows, int64_t width, const float* weight, float eps,
-             float* y);
+void RmsNorm(const float* x, int64_t rows, int64_t width, const float* weight, float eps, float* y);
 // GPT-2's tanh GELU, in place: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void GeluInPlace(float* x, int64_t count);
 // gate[i] = silu(gate[i]) * up[i], in place on gate.
