@@ -13,18 +13,11 @@ class DefectiveGenerator : public model::Generator {
 
   absl::Status Initialize() { return Init(); }
 
-  absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens) override {
-    if (caches_.empty() || defect_ == DecoderDefect::kNoResetBetweenGenerations) {
-      return Generator::Feed(tokens);
-    }
-    model::SetBlasThreads(options_.num_threads);
-    model::ForwardPositions positions{position_, position_};
+  model::ForwardPositions ChunkPositions() const override {
+    model::ForwardPositions positions = Generator::ChunkPositions();
     if (defect_ == DecoderDefect::kMaskFromZero) positions.query_first = 0;
     if (defect_ == DecoderDefect::kPositionsRestartAtZero) positions.first = 0;
-    KV_ASSIGN_OR_RETURN(std::vector<float> logits,
-                        decoder_->Forward(tokens, positions, cache_pointers_, forward_));
-    position_ += static_cast<int64_t>(tokens.size());
-    return logits;
+    return positions;
   }
 
   absl::StatusOr<model::Generation> Generate(absl::Span<const int32_t> prompt, int64_t new_tokens,

@@ -187,16 +187,10 @@ PropertySpec ChunkedPrefillProperty(int cases) {
                   (*g)->Feed(absl::MakeConstSpan(c.prompt).subspan(cuts[i], cuts[i + 1] - cuts[i]));
               RC_ASSERT(logits.ok());
             }
-            Generation chunked;
-            while (true) {
-              const int32_t token = (*g)->Choose(*logits);
-              chunked.tokens.push_back(token);
-              chunked.logits.push_back(*logits);
-              if (static_cast<int64_t>(chunked.tokens.size()) == c.new_tokens) break;
-              logits = (*g)->Feed({&token, 1});
-              RC_ASSERT(logits.ok());
-            }
-            CompareGenerations(chunked, one_shot, "chunked vs one-shot prefill");
+            absl::StatusOr<Generation> chunked = (*g)->Continue(*std::move(logits), c.new_tokens,
+                                                                /*keep_logits=*/true);
+            RC_ASSERT(chunked.ok());
+            CompareGenerations(*chunked, one_shot, "chunked vs one-shot prefill");
             RC_TAG(strategy.name, absl::StrCat(cuts.size() - 1, " chunks"));
           }};
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "properties/attention_generators.h"
 #include "properties/generators.h"
+#include "src/base/split_mix.h"
 #include "src/base/status_macros.h"
 
 namespace kvcheck::properties {
@@ -31,11 +32,7 @@ std::vector<float> SeededValues(uint64_t seed, int64_t count, float amplitude, D
   std::vector<float> values(count);
   uint64_t state = seed;
   for (float& value : values) {
-    state += 0x9e3779b97f4a7c15ull;  // SplitMix64
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    const uint64_t z = SplitMix64(state);
     const int grid = static_cast<int>(z % 4097) - 2048;  // [-2, 2] on a 1/1024 grid
     value = RoundToDType(amplitude * static_cast<float>(grid) / 1024.0f, dtype);
   }

@@ -19,6 +19,16 @@ absl::StatusOr<Tensor> HeadsView(const float* data, int64_t S, int64_t heads, in
   return Transpose(t, 1, 2);
 }
 
+// The decoder's normalisation of `rows` rows: LayerNorm with bias (gpt2) or RMSNorm (llama).
+void Normalize(const DecoderConfig& c, const float* x, int64_t rows,
+               const std::vector<float>& weight, const std::vector<float>& bias, float* y) {
+  if (c.kind == DecoderKind::kGpt2) {
+    LayerNorm(x, rows, c.width, weight.data(), bias.data(), c.norm_eps, y);
+  } else {
+    RmsNorm(x, rows, c.width, weight.data(), c.norm_eps, y);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights) {
@@ -27,8 +37,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights)
   absl::Status status;
   ForEachWeight(
       w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
-        const int64_t expected =
-            std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+        const int64_t expected = WeightElements(shape);
         if (status.ok() && static_cast<int64_t>(data.size()) != expected) {
           status = absl::InvalidArgumentError(absl::StrCat(
               "decoder: tensor ", name, " has ", data.size(), " values, expected ", expected));
@@ -79,22 +88,19 @@ absl::StatusOr<std::vector<float>> Decoder::Forward(absl::Span<const int32_t> to
       for (int64_t j = 0; j < W; ++j) x[i * W + j] += p[j];
     }
   }
+  const AttentionKernel* kernel =
+      options.kernel != nullptr ? options.kernel : FindAttentionKernel("flash");
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t window =
         options.layer_windows.empty() ? c.layer_window(l) : options.layer_windows[l];
     KV_RETURN_IF_ERROR(
-        Layer(l, x, S, positions, caches.empty() ? nullptr : caches[l], window, options));
+        Layer(l, x, S, positions, caches.empty() ? nullptr : caches[l], window, *kernel, options));
   }
   // Final norm and the tied head over the last logits_rows rows.
   const int64_t rows = options.logits_rows;
   const float* last = x.data() + (S - rows) * W;
   std::vector<float> normed(rows * W);
-  if (c.kind == DecoderKind::kGpt2) {
-    LayerNorm(last, rows, W, weights_.final_norm_weight.data(), weights_.final_norm_bias.data(),
-              c.norm_eps, normed.data());
-  } else {
-    RmsNorm(last, rows, W, weights_.final_norm_weight.data(), c.norm_eps, normed.data());
-  }
+  Normalize(c, last, rows, weights_.final_norm_weight, weights_.final_norm_bias, normed.data());
   std::vector<float> logits(rows * c.vocab_size);
   Linear(normed.data(), rows, W, weights_.token_embedding.data(), nullptr, c.vocab_size,
          logits.data(), options.matmul, options.num_threads);
@@ -103,7 +109,7 @@ absl::StatusOr<std::vector<float>> Decoder::Forward(absl::Span<const int32_t> to
 
 absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
                             ForwardPositions positions, KvCache* cache, int64_t window,
-                            const ForwardOptions& options) const {
+                            const AttentionKernel& kernel, const ForwardOptions& options) const {
   const DecoderConfig& c = config();
   const LayerWeights& w = weights_.layers[layer];
   const bool gpt2 = c.kind == DecoderKind::kGpt2;
@@ -113,12 +119,7 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
 
   // Attention block: h = norm(x); q, k, v projections; RoPE (llama); cache; attention.
   std::vector<float> h(S * W);
-  if (gpt2) {
-    LayerNorm(x.data(), S, W, w.attn_norm_weight.data(), w.attn_norm_bias.data(), c.norm_eps,
-              h.data());
-  } else {
-    RmsNorm(x.data(), S, W, w.attn_norm_weight.data(), c.norm_eps, h.data());
-  }
+  Normalize(c, x.data(), S, w.attn_norm_weight, w.attn_norm_bias, h.data());
   std::vector<float> q(S * H * D), k(S * KH * D), v(S * KH * D);
   Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul,
          options.num_threads);
@@ -163,9 +164,7 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     params.kv_positions.resize(S);
     std::iota(params.kv_positions.begin(), params.kv_positions.end(), positions.first);
   }
-  const AttentionKernel* kernel =
-      options.kernel != nullptr ? options.kernel : FindAttentionKernel("flash");
-  KV_ASSIGN_OR_RETURN(Tensor out, kernel->run(q_view, keys, values, params, options.num_threads));
+  KV_ASSIGN_OR_RETURN(Tensor out, kernel.run(q_view, keys, values, params, options.num_threads));
   // (1, H, S, D) -> [S, H * D].
   const std::vector<float> heads = out.ToFloats();
   std::vector<float> merged(S * H * D);
@@ -180,12 +179,7 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
   for (int64_t i = 0; i < S * W; ++i) x[i] += attn[i];
 
   // MLP block: x += down(act(up(norm(x)))).
-  if (gpt2) {
-    LayerNorm(x.data(), S, W, w.mlp_norm_weight.data(), w.mlp_norm_bias.data(), c.norm_eps,
-              h.data());
-  } else {
-    RmsNorm(x.data(), S, W, w.mlp_norm_weight.data(), c.norm_eps, h.data());
-  }
+  Normalize(c, x.data(), S, w.mlp_norm_weight, w.mlp_norm_bias, h.data());
   std::vector<float> up(S * F);
   Linear(h.data(), S, W, w.w_up.data(), bias(w.b_up), F, up.data(), options.matmul,
          options.num_threads);

@@ -67,7 +67,8 @@ class Decoder {
 
   // One layer over x [S, W] in place.
   absl::Status Layer(int64_t layer, std::vector<float>& x, int64_t S, ForwardPositions positions,
-                     KvCache* cache, int64_t window, const ForwardOptions& options) const;
+                     KvCache* cache, int64_t window, const AttentionKernel& kernel,
+                     const ForwardOptions& options) const;
 
   DecoderWeights weights_;
 };

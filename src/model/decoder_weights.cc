@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/base/split_mix.h"
 #include "src/base/status_macros.h"
 
 namespace kvcheck::model {
@@ -64,12 +65,7 @@ class UniformStream {
  public:
   explicit UniformStream(uint64_t seed) : state_(seed) {}
   float Next() {
-    state_ += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return static_cast<float>(static_cast<double>(z >> 40) * 0x1p-23 - 1.0);
+    return static_cast<float>(static_cast<double>(SplitMix64(state_) >> 40) * 0x1p-23 - 1.0);
   }
 
  private:
@@ -77,6 +73,12 @@ class UniformStream {
 };
 
 }  // namespace
+
+int64_t WeightElements(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
 
 void ForEachWeight(DecoderWeights& w,
                    const std::function<void(const std::string&, const std::vector<int64_t>&,
@@ -123,9 +125,7 @@ absl::StatusOr<DecoderWeights> RandomWeights(const DecoderConfig& config, uint64
   const float matrix_scale = 0.02f * std::sqrt(3.0f);  // uniform with std 0.02
   ForEachWeight(
       w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
-        int64_t count = 1;
-        for (int64_t d : shape) count *= d;
-        data.resize(count);
+        data.resize(WeightElements(shape));
         const bool norm_weight = name.find("norm.weight") != std::string::npos;
         const bool vector = shape.size() == 1;
         for (float& x : data) {
@@ -210,9 +210,7 @@ absl::StatusOr<DecoderWeights> LoadWeights(const std::string& path) {
               absl::StrCat("weights: expected tensor ", name, ", found ", file_name));
           return;
         }
-        int64_t elements = 1;
-        for (int64_t d : shape) elements *= d;
-        data.resize(elements);
+        data.resize(WeightElements(shape));
         if (!read(data.data(), data.size() * sizeof(float))) {
           status = absl::DataLossError(absl::StrCat("weights: truncated data of ", name));
         }

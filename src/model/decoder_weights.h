@@ -43,6 +43,9 @@ struct DecoderWeights {
   std::vector<float> final_norm_weight, final_norm_bias;  // [W]; bias: gpt2 only
 };
 
+// Elements of a weight tensor of `shape` (ValidateDecoderConfig keeps every product in range).
+int64_t WeightElements(const std::vector<int64_t>& shape);
+
 // Calls fn(name, shape, data) for every tensor of the config's kind in canonical order;
 // `data` may be resized by fn (RandomWeights, LoadWeights) or read (SaveWeights).
 void ForEachWeight(

@@ -3,20 +3,13 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/split_mix.h"
 #include "src/base/status_macros.h"
 
 namespace kvcheck::model {
 namespace {
 
 bool IsNone(const std::string& strategy) { return strategy == "none" || strategy.empty(); }
-
-uint64_t SplitMix(uint64_t& state) {
-  state += 0x9e3779b97f4a7c15ull;
-  uint64_t z = state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
@@ -70,7 +63,7 @@ int32_t ChooseToken(absl::Span<const float> logits, float temperature, uint64_t&
   const double max = logits[best];
   double total = 0;
   for (float l : logits) total += std::exp((l - max) / temperature);
-  const double u = static_cast<double>(SplitMix(random) >> 11) * 0x1p-53 * total;
+  const double u = static_cast<double>(SplitMix64(random) >> 11) * 0x1p-53 * total;
   double acc = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
     acc += std::exp((logits[i] - max) / temperature);
@@ -113,7 +106,7 @@ absl::StatusOr<std::vector<float>> Generator::Feed(absl::Span<const int32_t> tok
     return logits;
   }
   KV_ASSIGN_OR_RETURN(std::vector<float> logits,
-                      decoder_->Forward(tokens, {position_, position_}, cache_pointers_, forward_));
+                      decoder_->Forward(tokens, ChunkPositions(), cache_pointers_, forward_));
   position_ += static_cast<int64_t>(tokens.size());
   return logits;
 }
@@ -126,9 +119,15 @@ absl::StatusOr<Generation> Generator::Generate(absl::Span<const int32_t> prompt,
 
 absl::StatusOr<Generation> Generator::RunLoop(absl::Span<const int32_t> prompt, int64_t new_tokens,
                                               bool keep_logits) {
+  if (new_tokens <= 0) return Generation();
+  KV_ASSIGN_OR_RETURN(std::vector<float> logits, Feed(prompt));
+  return Continue(std::move(logits), new_tokens, keep_logits);
+}
+
+absl::StatusOr<Generation> Generator::Continue(std::vector<float> logits, int64_t new_tokens,
+                                               bool keep_logits) {
   Generation result;
   if (new_tokens <= 0) return result;
-  KV_ASSIGN_OR_RETURN(std::vector<float> logits, Feed(prompt));
   while (true) {
     const int32_t token = Choose(logits);
     result.tokens.push_back(token);

@@ -75,6 +75,11 @@ class Generator {
   virtual absl::StatusOr<Generation> Generate(absl::Span<const int32_t> prompt, int64_t new_tokens,
                                               bool keep_logits = false);
 
+  // The decode loop after a prefill: chooses a token from `logits` (those of the last token
+  // fed), feeds it back, and so on until `new_tokens` are chosen.
+  absl::StatusOr<Generation> Continue(std::vector<float> logits, int64_t new_tokens,
+                                      bool keep_logits = false);
+
   // Forgets the sequence: position 0, caches reset, sampling restarted from the seed.
   virtual void Reset();
 
@@ -92,6 +97,9 @@ class Generator {
   // The prefill-and-decode loop of Generate, without the Reset.
   absl::StatusOr<Generation> RunLoop(absl::Span<const int32_t> prompt, int64_t new_tokens,
                                      bool keep_logits);
+  // The positions a cached Feed gives its chunk: the position pointer for both the embeddings
+  // and the mask. (The decoder defects of the catalogue override this.)
+  virtual ForwardPositions ChunkPositions() const { return {position_, position_}; }
 
   const Decoder* decoder_;
   GenerationOptions options_;
