@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,12 +32,66 @@ ABSL_FLAG(std::string, reproduce, "",
 ABSL_FLAG(bool, list, false, "List the properties and their default case counts, then exit.");
 ABSL_FLAG(bool, defects, true,
           "After the properties, run the defect catalogue (each defect must be killed).");
+ABSL_FLAG(std::string, isolation, "fork",
+          "fork: run each case's check in a forked child, so that a crash, abort or hang of the "
+          "code under test is a failing case that is shrunk and reported (default); none: run "
+          "in this process (for debuggers; a crash ends the run).");
+ABSL_FLAG(double, case_timeout, 60,
+          "Seconds one case may run (fork isolation) before it is killed and fails as a hang.");
+ABSL_FLAG(double, shrink_seconds, 20,
+          "Shrinking a failure stops after this many seconds, reporting the smallest failing "
+          "case found so far.");
+ABSL_FLAG(int, shrink_attempts, 2000,
+          "Shrinking a failure stops after this many candidate cases.");
 
 namespace kvcheck {
 namespace {
 
 using properties::PropertyOutcome;
 using properties::PropertySpec;
+
+// Progress while a property runs: on a terminal one redrawn line (cases, then shrink attempts);
+// otherwise a line when shrinking starts and one every 5 seconds of shrinking, so a CI log
+// shows where the time goes.
+std::function<void(const properties::DriverProgress&)> ProgressPrinter(std::string label,
+                                                                       int total,
+                                                                       bool interactive) {
+  auto last_cases = std::make_shared<int>(-1);
+  auto next_report = std::make_shared<double>(0.0);
+  return [label, total, interactive, last_cases, next_report](const properties::DriverProgress& p) {
+    if (!p.shrinking) {
+      const int step = total / 100 + 1;  // redraw at most ~100 times per property
+      if (interactive && p.cases / step != *last_cases) {
+        *last_cases = p.cases / step;
+        std::fprintf(stderr, "\r%s %6d/%d cases", label.c_str(), p.cases, total);
+      }
+      return;
+    }
+    if (interactive) {
+      std::fprintf(stderr, "\r%s %6d/%d cases, shrinking: %d attempts, %d smaller, %.1f s",
+                   label.c_str(), p.cases, total, p.shrink_attempts, p.shrinks_accepted,
+                   p.shrink_seconds);
+    } else if (p.shrink_attempts == 1 || p.shrink_seconds >= *next_report) {
+      *next_report = p.shrink_seconds + 5.0;
+      std::fprintf(stderr, "%s failed after %d cases; shrinking: %d attempts, %d smaller, %.1f s\n",
+                   label.c_str(), p.cases + 1, p.shrink_attempts, p.shrinks_accepted,
+                   p.shrink_seconds);
+    }
+  };
+}
+
+void PrintFinalLine(const std::string& label, const PropertyOutcome& outcome, int total,
+                    bool interactive) {
+  std::string shrink;
+  if (!outcome.passed && outcome.shrink_attempts > 0) {
+    shrink = absl::StrFormat(", %d shrink attempts (%d smaller)%s", outcome.shrink_attempts,
+                             outcome.shrinks_accepted,
+                             outcome.shrink_budget_exhausted ? ", stopped at the budget" : "");
+  }
+  std::fprintf(stderr, "%s%s %6d/%d cases%s, %.1f s%s\n", interactive ? "\r" : "",
+               label.c_str(), outcome.cases, total, shrink.c_str(), outcome.seconds,
+               interactive ? "\x1b[K" : "");
+}
 
 int Run() {
   properties::Suite suite = properties::DefaultSuite();
@@ -59,32 +115,29 @@ int Run() {
   options.fixed_cases = absl::GetFlag(FLAGS_cases);
   options.case_scale = absl::GetFlag(FLAGS_case_scale);
   options.reproduce = absl::GetFlag(FLAGS_reproduce);
+  if (!properties::ParseIsolation(absl::GetFlag(FLAGS_isolation), &options.isolation.mode)) {
+    std::fprintf(stderr, "kvcheck: --isolation must be fork or none, not '%s'\n",
+                 absl::GetFlag(FLAGS_isolation).c_str());
+    return 3;
+  }
+  options.isolation.timeout_seconds = absl::GetFlag(FLAGS_case_timeout);
+  options.shrink_seconds = absl::GetFlag(FLAGS_shrink_seconds);
+  options.shrink_attempts = absl::GetFlag(FLAGS_shrink_attempts);
   const bool interactive = isatty(fileno(stderr));
-  std::printf("kvcheck: %zu properties, seed %llu\n", selected.size(),
-              static_cast<unsigned long long>(options.seed));
+  std::printf("kvcheck: %zu properties, seed %llu, isolation %s\n", selected.size(),
+              static_cast<unsigned long long>(options.seed),
+              properties::IsolationName(options.isolation.mode));
   std::fflush(stdout);
 
   std::vector<PropertyOutcome> outcomes;
   for (size_t i = 0; i < selected.size(); ++i) {
     const PropertySpec& spec = selected[i];
-    const int total = properties::CasesFor(spec, options);
-    auto print_progress = [&](int cases, int shrinks, bool final) {
-      std::fprintf(stderr, "%s[%2zu/%zu] %-50s %6d/%d cases%s%s", interactive ? "\r" : "",
-                   i + 1, selected.size(), spec.name.c_str(), cases, total,
-                   shrinks > 0 ? absl::StrFormat(", %d shrinks", shrinks).c_str() : "",
-                   final || !interactive ? "\n" : "");
-    };
-    int last_printed = -1;
-    options.progress = [&](int cases, int shrinks) {
-      // Redraw at most ~100 times per property on a terminal.
-      const int step = total / 100 + 1;
-      if (interactive && (cases / step != last_printed || shrinks > 0)) {
-        last_printed = cases / step;
-        print_progress(cases, shrinks, false);
-      }
-    };
+    options.progress = ProgressPrinter(
+        absl::StrFormat("[%2zu/%zu] %-50s", i + 1, selected.size(), spec.name),
+        properties::CasesFor(spec, options), interactive);
     PropertyOutcome outcome = properties::RunProperty(spec, options);
-    print_progress(outcome.cases, 0, true);
+    PrintFinalLine(absl::StrFormat("[%2zu/%zu] %-50s", i + 1, selected.size(), spec.name),
+                   outcome, properties::CasesFor(spec, options), interactive);
     if (!outcome.passed) {
       std::fprintf(stderr, "FAILED %s\n%s\n%s\n", outcome.name.c_str(), outcome.message.c_str(),
                    outcome.replay.c_str());
@@ -133,13 +186,13 @@ int Run() {
                 defects::KillTableHeader().c_str());
     for (const defects::Defect& defect : defects::Defects()) {
       if (defect.killer == defects::Killer::kPending) {
-        std::printf("%-40s %-48s %s\n", defect.name, "(needs the decoders)", "pending");
+        std::printf("%-40s %-52s %s\n", defect.name, "(needs the decoders)", "pending");
         continue;
       }
       if (defect.killer == defects::Killer::kAddressSanitizer) {
         // An out-of-bounds write cannot be observed safely in this process; it is killed by
         // //defects:oob_defect_asan_test (linked with AddressSanitizer) and the cache fuzzer.
-        std::printf("%-40s %-48s %s\n", defect.name, "(//defects:oob_defect_asan_test)",
+        std::printf("%-40s %-52s %s\n", defect.name, "(//defects:oob_defect_asan_test)",
                     "ASan only");
         continue;
       }

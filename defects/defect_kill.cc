@@ -54,19 +54,26 @@ KillResult RunKill(const Defect& defect, const properties::RunOptions& options) 
   result.cases_until_failure = outcome.cases + (outcome.passed ? 0 : 1);
   result.counterexample_lines = outcome.counterexample_lines;
   result.seconds = outcome.seconds;
+  result.find_seconds = outcome.search_seconds;
+  result.shrink_budget_exhausted = outcome.shrink_budget_exhausted;
+  result.end = outcome.end;
   result.message = outcome.message;
   return result;
 }
 
 std::string KillTableHeader() {
-  return absl::StrFormat("%-40s %-48s %-8s %6s %8s %8s\n", "defect", "killing property",
-                         "result", "cases", "cx lines", "seconds");
+  return absl::StrFormat("%-40s %-52s %-16s %6s %8s %7s %9s\n", "defect", "killing property",
+                         "result", "cases", "cx lines", "find s", "total s");
 }
 
 std::string FormatKillRow(const KillResult& r) {
-  return absl::StrFormat("%-40s %-48s %-8s %6d %8d %8.2f\n", r.defect, r.property,
-                         r.killed ? "killed" : "SURVIVED", r.cases_until_failure,
-                         r.counterexample_lines, r.seconds);
+  const char* how = !r.killed                                    ? "SURVIVED"
+                    : r.end == properties::CaseEnd::kCrash   ? "killed (crash)"
+                    : r.end == properties::CaseEnd::kTimeout ? "killed (hang)"
+                                                             : "killed";
+  return absl::StrFormat("%-40s %-52s %-16s %6d %8d %7.2f %8.2f%s\n", r.defect, r.property, how,
+                         r.cases_until_failure, r.counterexample_lines, r.find_seconds, r.seconds,
+                         r.shrink_budget_exhausted ? "+" : "");
 }
 
 }  // namespace kvcheck::defects

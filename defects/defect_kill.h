@@ -18,7 +18,10 @@ struct KillResult {
   bool killed = false;
   int cases_until_failure = 0; // cases run before the failing one, plus one
   int counterexample_lines = 0;
-  double seconds = 0;
+  double find_seconds = 0;     // until the first failing case
+  double seconds = 0;          // including shrinking
+  bool shrink_budget_exhausted = false;
+  properties::CaseEnd end = properties::CaseEnd::kNone;  // assertion, crash or timeout
   std::string message;         // the property's report (the counterexample)
 };
 
@@ -35,7 +38,9 @@ properties::PropertySpec KillingProperty(const Defect& defect);
 // Runs KillingProperty(defect) with `options` (progress, seed; the budget is the property's).
 KillResult RunKill(const Defect& defect, const properties::RunOptions& options);
 
-// One row of the kill table: defect, property, result, cases, counterexample lines, seconds.
+// One row of the kill table: defect, property, result (killed by assertion, crash or timeout),
+// cases, counterexample lines, seconds to find, seconds including shrinking (marked "+" when
+// shrinking stopped at its budget).
 std::string FormatKillRow(const KillResult& result);
 std::string KillTableHeader();
 

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_format.h"
 #include "properties/attention_generators.h"
+#include "properties/case_isolation.h"
+#include "properties/ratio_wire.h"
 #include "properties/straightforward_attention.h"
 #include "rapidcheck.h"
 #include "reference/reference_attention.h"
@@ -26,18 +28,26 @@ PropertySpec BoundSoundnessProperty(SoundnessStats* stats, int default_cases) {
   return PropertySpec{
       "reference/bound_is_sound", default_cases, [stats] {
         const LabeledProblem labeled = *GenAdversarialProblem();
-        const reference::AttentionProblem& p = labeled.problem;
-        const reference::ReferenceAttention exact = reference::ComputeReferenceAttention(p);
-        const std::vector<float> actual = StraightforwardAttention(p);
-        const reference::AttentionComparison comparison =
-            reference::CompareAttention(actual, exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
         RC_TAG(labeled.family);
-        if (!comparison.ok()) RC_FAIL(comparison.first_violation);
+        const std::string wire = RunIsolatedWithPayload([&] {
+          const reference::AttentionProblem& p = labeled.problem;
+          const reference::ReferenceAttention exact = reference::ComputeReferenceAttention(p);
+          const std::vector<float> actual = StraightforwardAttention(p);
+          const reference::AttentionComparison comparison = reference::CompareAttention(
+              actual, exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
+          if (!comparison.ok()) RC_FAIL(comparison.first_violation);
+          std::string record;
+          AppendRatioRecord(record, labeled.family, comparison.unbounded, comparison.ratios);
+          return record;
+        });
         // Only successful cases count: shrinking replays failing ones many times.
-        stats->by_family[labeled.family].Merge(comparison.ratios);
-        stats->all.Merge(comparison.ratios);
-        stats->unbounded_elements += comparison.unbounded;
-        ++stats->problems;
+        ForEachRatioRecord(wire, [stats](std::string_view family, int64_t unbounded,
+                                         const reference::RatioStats& ratios) {
+          stats->by_family[std::string(family)].Merge(ratios);
+          stats->all.Merge(ratios);
+          stats->unbounded_elements += unbounded;
+          ++stats->problems;
+        });
       }};
 }
 

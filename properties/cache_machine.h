@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct CacheMachineModel {
 
   int64_t window() const { return strategy->windowed ? config.window : 0; }
 };
+
+// The initial model in a counterexample: strategy, dtype, configuration, shapes, all labelled.
+void showValue(const CacheMachineModel& model, std::ostream& os);
 
 struct SavedView {
   CacheView view;

@@ -7,7 +7,9 @@
 #include "rapidcheck.h"
 #include "reference/attention_comparison.h"
 #include "reference/reference_attention.h"
-#include "src/attention/naive_attention.h"
+#include "src/attention/flash_attention.h"
+#include "src/attention/kernel_registry.h"
+#include "src/cache/interleaved_cache.h"
 
 namespace kvcheck::properties::cache_machine {
 
@@ -51,9 +53,21 @@ void Attend::run(const Model& m, Sut& sut) const {
   }
   absl::StatusOr<Tensor> q = Materialize(q_);
   RC_ASSERT(q.ok());
-  absl::StatusOr<Tensor> out = NaiveAttention(*q, view.k, view.v, params);
-  if (!out.ok()) RC_FAIL(absl::StrCat("attention failed: ", out.status().ToString()));
-  const std::vector<float> actual_all = out->ToFloats();
+  // Every registered kernel over the views the cache returned (their unused capacity is NaN
+  // in test builds, so a kernel reading past a view's length shows), and the fused decode over
+  // the interleaved cache's raw buffer.
+  std::vector<std::pair<std::string, std::vector<float>>> outputs;
+  for (const AttentionKernel& kernel : AttentionKernels()) {
+    const absl::StatusOr<Tensor> out = kernel.run(*q, view.k, view.v, params, 1);
+    if (!out.ok()) RC_FAIL(absl::StrCat(kernel.name, " failed: ", out.status().ToString()));
+    outputs.emplace_back(kernel.name, out->ToFloats());
+  }
+  if (const auto* interleaved = dynamic_cast<const InterleavedCache*>(sut.caches[branch_].get())) {
+    const absl::StatusOr<Tensor> out =
+        FlashAttentionInterleaved(*q, interleaved->InterleavedView(), params);
+    if (!out.ok()) RC_FAIL(absl::StrCat("fused interleaved failed: ", out.status().ToString()));
+    outputs.emplace_back("flash (fused interleaved)", out->ToFloats());
+  }
 
   for (const auto& [b, kv_head] : checked_) {
     // The reference over the model's visible tokens (position order) of one row and group.
@@ -68,15 +82,10 @@ void Attend::run(const Model& m, Sut& sut) const {
     p.causal = true;
     p.window = m.window();
     p.output_dtype = m.dtype;
-    std::vector<float> actual;
     for (int64_t r = 0; r < group; ++r) {
       const int64_t h = kv_head * group + r;
       for (int64_t i = 0; i < q_len_; ++i) {
-        for (int64_t d = 0; d < D; ++d) {
-          const int64_t at = ((b * H + h) * q_len_ + i) * D + d;
-          p.q.push_back(q_.values[at]);
-          actual.push_back(actual_all[at]);
-        }
+        for (int64_t d = 0; d < D; ++d) p.q.push_back(q_.values[((b * H + h) * q_len_ + i) * D + d]);
       }
     }
     for (const reference::ModelToken& token : visible) {
@@ -88,11 +97,19 @@ void Attend::run(const Model& m, Sut& sut) const {
     }
     for (int64_t i = 0; i < q_len_; ++i) p.q_positions.push_back(params.q_positions[b * q_len_ + i]);
     const reference::ReferenceAttention exact = reference::ComputeReferenceAttention(p);
-    const reference::AttentionComparison comparison =
-        reference::CompareAttention(actual, exact, {1, group, q_len_, D});
-    if (!comparison.ok()) {
-      RC_FAIL(absl::StrCat("attention over branch ", branch_, ", batch row ", b, ", KV head ",
-                           kv_head, ": ", comparison.first_violation));
+    for (const auto& [kernel, all] : outputs) {
+      // This group's rows of the kernel's (B, H, Sq, D) output.
+      std::vector<float> actual;
+      for (int64_t r = 0; r < group; ++r) {
+        const int64_t first = ((b * H + kv_head * group + r) * q_len_) * D;
+        actual.insert(actual.end(), all.begin() + first, all.begin() + first + q_len_ * D);
+      }
+      const reference::AttentionComparison comparison =
+          reference::CompareAttention(actual, exact, {1, group, q_len_, D});
+      if (!comparison.ok()) {
+        RC_FAIL(absl::StrCat(kernel, " over branch ", branch_, ", batch row ", b, ", KV head ",
+                             kv_head, ": ", comparison.first_violation));
+      }
     }
   }
   NoteEvent(true, "attend");

@@ -36,6 +36,7 @@ Tensor Zeros(DType dtype, std::vector<int64_t> shape) {
 BadAppend::BadAppend(const Model& m) : branch_(PickBranch(m)), kind_(*Uniform(0, int{kNumKinds})) {
   const bool fixed = m.branches[branch_].model.shape().has_value();
   RC_PRE(fixed || kind_ > kWrongHeadDim);
+  if (kind_ == kZeroSize) zero_dim_ = *rc::gen::element(0, 1, 3);
 }
 
 void BadAppend::checkPreconditions(const Model& m) const {
@@ -72,7 +73,7 @@ void BadAppend::run(const Model& m, Sut& sut) const {
       expected = absl::StatusCode::kFailedPrecondition;
       break;
     case kZeroSize:
-      dims[*rc::gen::element(0, 1, 3)] = 0;
+      dims[zero_dim_] = 0;
       break;
     case kWrongRank:
       dims.pop_back();
@@ -121,7 +122,9 @@ void BadAppend::run(const Model& m, Sut& sut) const {
 }
 
 void BadAppend::show(std::ostream& os) const {
-  os << "BadAppend(branch " << branch_ << ", " << kKindNames[kind_] << ")";
+  os << "BadAppend(branch " << branch_ << ", " << kKindNames[kind_];
+  if (kind_ == kZeroSize) os << " in dim " << zero_dim_;
+  os << ")";
 }
 
 }  // namespace kvcheck::properties::cache_machine

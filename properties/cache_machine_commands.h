@@ -97,8 +97,9 @@ class ForkBranch : public Command {
   int branch_;
 };
 
-// Random queries over what the branch's cache shows, through the naive attention, compared
-// with the reference attention over the model's visible tokens (cache_machine_attend.cc).
+// Random queries over what the branch's cache shows, through every registered attention
+// kernel (and the fused interleaved decode over an interleaved cache's buffer), compared with
+// the reference attention over the model's visible tokens (cache_machine_attend.cc).
 class Attend : public Command {
  public:
   explicit Attend(const Model& m);
@@ -126,6 +127,7 @@ class BadAppend : public Command {
  private:
   int branch_;
   int kind_;
+  int zero_dim_ = 0;  // the dimension set to 0 (kind "zero-size dim")
 };
 
 }  // namespace kvcheck::properties::cache_machine

@@ -1,9 +1,11 @@
 // The cache state-machine property: initial model generation and the command mix.
 #include <set>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "properties/cache_machine.h"
 #include "properties/cache_machine_commands.h"
+#include "properties/case_isolation.h"
 #include "properties/generators.h"
 #include "rapidcheck.h"
 #include "rapidcheck/state.h"
@@ -26,21 +28,37 @@ MachineDims GenDims() {
   return dims;
 }
 
-Model GenInitialModel(const CacheStrategy& strategy, DType dtype) {
-  Model m;
-  m.strategy = &strategy;
-  m.dtype = dtype;
-  m.config = strategy.default_config;
-  m.config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 2, 3, 4, 8, 16);
-  if (strategy.windowed) m.config.window = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 8, 13);
-  m.dims = {GenDims(), GenDims()};
-  m.query_group = *rc::gen::element<int64_t>(1, 2, 3);
-  m.branches.emplace_back();
-  m.branches[0].model = reference::CacheModel(m.window());
-  return m;
+// One generated value (printed with its labels by showValue below), not a list of bare
+// numbers in the counterexample.
+rc::Gen<Model> GenInitialModel(const CacheStrategy& strategy, DType dtype) {
+  return rc::gen::exec([&strategy, dtype] {
+    Model m;
+    m.strategy = &strategy;
+    m.dtype = dtype;
+    m.config = strategy.default_config;
+    m.config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 2, 3, 4, 8, 16);
+    if (strategy.windowed) m.config.window = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 8, 13);
+    m.dims = {GenDims(), GenDims()};
+    m.query_group = *rc::gen::element<int64_t>(1, 2, 3);
+    m.branches.emplace_back();
+    m.branches[0].model = reference::CacheModel(m.window());
+    return m;
+  });
 }
 
 }  // namespace
+
+void showValue(const CacheMachineModel& m, std::ostream& os) {
+  os << "strategy " << m.strategy->name << ", " << DTypeName(m.dtype) << ", initial capacity "
+     << m.config.initial_capacity;
+  if (m.strategy->windowed) os << ", window W=" << m.config.window;
+  os << ", first-append shapes {";
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    os << (i > 0 ? "; " : "") << "B=" << m.dims[i].batch << " KH=" << m.dims[i].num_kv_heads
+       << " D=" << m.dims[i].head_dim;
+  }
+  os << "}, Attend query heads per KV head " << m.query_group;
+}
 
 PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtype, int cases,
                                        CacheMachineStats* stats) {
@@ -50,23 +68,34 @@ PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtyp
   spec.max_size = 40;  // sequences of up to ~40 commands
   spec.body = [&strategy, dtype, stats] {
     using namespace cache_machine;
-    const Model initial = GenInitialModel(strategy, dtype);
-    Sut sut;
-    absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(initial.config);
-    RC_ASSERT(cache.ok());
-    sut.caches.push_back(*std::move(cache));
-    sut.last_views.emplace_back();
-    std::set<std::string> events;
-    {
+    // Generation (the initial model and the commands' arguments) in this process; the cache
+    // and the checks in an isolated child (case_isolation.h).
+    const Model initial = *GenInitialModel(strategy, dtype);
+    const auto commands = *rc::state::gen::commands(
+        initial,
+        rc::state::gen::execOneOfWithArgs<Prefill, Prefill, Decode, Decode, Decode, Grow, Attend,
+                                          Attend, ResetBranch, ForkBranch, BadAppend>());
+    RunIsolated([&] {
+      Sut sut;
+      absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(initial.config);
+      if (!cache.ok()) RC_FAIL(absl::StrCat("create: ", cache.status().ToString()));
+      sut.caches.push_back(*std::move(cache));
+      sut.last_views.emplace_back();
+      std::set<std::string> events;
       EventScope scope(&events);
-      const auto commands = *rc::state::gen::commands(
-          initial, rc::state::gen::execOneOfWithArgs<Prefill, Prefill, Decode, Decode, Decode,
-                                                     Grow, Attend, Attend, ResetBranch, ForkBranch,
-                                                     BadAppend>());
-      rc::state::runAll(commands, initial, sut);
-      if (stats != nullptr) stats->commands += static_cast<int64_t>(commands.size());
-    }
-    for (const std::string& event : events) RC_TAG(event);
+      Model state = initial;
+      for (size_t i = 0; i < commands.size(); ++i) {
+        const Command& command = *commands[i];
+        command.checkPreconditions(state);
+        std::ostringstream shown;
+        command.show(shown);
+        NoteStep(absl::StrCat("command ", i + 1, " of ", commands.size(), ": ", shown.str()));
+        command.run(state, sut);
+        command.apply(state);
+      }
+      for (const std::string& event : events) RC_TAG(event);
+    });
+    if (stats != nullptr) stats->commands += static_cast<int64_t>(commands.size());
   };
   return spec;
 }

@@ -1,6 +1,7 @@
 #include "properties/cache_properties.h"
 
 #include "absl/strings/str_cat.h"
+#include "properties/case_isolation.h"
 #include "properties/generators.h"
 #include "rapidcheck.h"
 #include "src/cache/registry.h"
@@ -13,26 +14,33 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
       absl::StrCat("cache/", strategy.name, "/growth_law"), 60, [&strategy] {
         CacheConfig config = strategy.default_config;
         config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 2, 4, 16, 64);
-        absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(config);
-        RC_ASSERT(cache.ok());
         const int64_t heads = *Uniform<int64_t>(1, 4);
         const int64_t head_dim = *Uniform<int64_t>(1, 9);
-        int64_t total = 0;
         const int64_t target = *Uniform<int64_t>(100, 3000);
-        while (total < target) {
-          // Mostly decode steps, some prefill chunks.
-          const int64_t seq = *Uniform(0, 4) == 0 ? *Uniform<int64_t>(1, 65) : 1;
-          absl::StatusOr<Tensor> k = Tensor::Filled(DType::kBF16, {1, heads, seq, head_dim}, 1.0f);
-          RC_ASSERT(k.ok());
-          RC_ASSERT((*cache)->Append(*k, *k).ok());
-          total += seq;
-          const CacheCounters& c = (*cache)->counters();
-          if (c.bytes_growth_copied > 3 * c.bytes_appended) {
-            RC_FAIL(absl::StrCat("after ", total, " tokens growth copied ", c.bytes_growth_copied,
-                                 " bytes for ", c.bytes_appended, " appended (capacity ",
-                                 (*cache)->capacity(), ")"));
-          }
+        // The appends: mostly decode steps, some prefill chunks, until `target` tokens.
+        std::vector<int64_t> chunks;
+        for (int64_t total = 0; total < target; total += chunks.back()) {
+          chunks.push_back(*Uniform(0, 4) == 0 ? *Uniform<int64_t>(1, 65) : 1);
         }
+        RunIsolated([&] {
+          absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(config);
+          RC_ASSERT(cache.ok());
+          int64_t total = 0;
+          for (const int64_t seq : chunks) {
+            absl::StatusOr<Tensor> k =
+                Tensor::Filled(DType::kBF16, {1, heads, seq, head_dim}, 1.0f);
+            RC_ASSERT(k.ok());
+            NoteStep(absl::StrCat("append of ", seq, " tokens after ", total));
+            RC_ASSERT((*cache)->Append(*k, *k).ok());
+            total += seq;
+            const CacheCounters& c = (*cache)->counters();
+            if (c.bytes_growth_copied > 3 * c.bytes_appended) {
+              RC_FAIL(absl::StrCat("after ", total, " tokens growth copied ",
+                                   c.bytes_growth_copied, " bytes for ", c.bytes_appended,
+                                   " appended (capacity ", (*cache)->capacity(), ")"));
+            }
+          }
+        });
       }};
 }
 

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "properties/case_isolation.h"
 #include "properties/generators.h"
 #include "rapidcheck.h"
 #include "reference/reference_decoder.h"
+#include "src/attention/kernel_registry.h"
 
 namespace kvcheck::properties {
 namespace {
@@ -57,7 +59,9 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
         static_cast<size_t>(*Uniform(1, 10)),
         rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.vocab_size)));
     c.new_tokens = *Uniform<int64_t>(1, 20);
-    c.kernel = *rc::gen::element<std::string>("naive", "flash");
+    std::vector<std::string> kernels;
+    for (const AttentionKernel& kernel : AttentionKernels()) kernels.push_back(kernel.name);
+    c.kernel = *rc::gen::elementOf(kernels);
     if (windowed_strategy) c.cache_window = *Uniform<int64_t>(1, 10);
     return c;
   });
@@ -150,10 +154,12 @@ PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, Genera
   spec.default_cases = cases;
   spec.body = [&strategy, factory] {
     const DecoderCase c = *GenDecoderCase(strategy.windowed);
-    const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-    const Generation expected = Run(CorrectGenerator(), *decoder, Options(c, "none"), c);
-    const Generation actual = Run(factory, *decoder, Options(c, strategy.name), c);
-    CompareGenerations(actual, expected, "cached vs recomputation");
+    RunIsolated([&] {
+      const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+      const Generation expected = Run(CorrectGenerator(), *decoder, Options(c, "none"), c);
+      const Generation actual = Run(factory, *decoder, Options(c, strategy.name), c);
+      CompareGenerations(actual, expected, "cached vs recomputation");
+    });
     RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
     RC_CLASSIFY(c.config.sliding_window > 0, "windowed layers");
     RC_CLASSIFY(
@@ -168,29 +174,32 @@ PropertySpec ChunkedPrefillProperty(int cases) {
             const CacheStrategy& strategy =
                 CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
             const DecoderCase c = *GenDecoderCase(strategy.windowed);
-            const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-            const Generation one_shot =
-                Run(CorrectGenerator(), *decoder, Options(c, strategy.name), c);
-            // The same prompt in chunks, then the same decode loop.
-            absl::StatusOr<std::unique_ptr<model::Generator>> g =
-                model::Generator::Create(decoder.get(), Options(c, strategy.name));
-            RC_ASSERT(g.ok());
             std::vector<size_t> cuts = {0, c.prompt.size()};
             for (int n = *Uniform(1, 4); n > 0; --n) {
               cuts.push_back(*rc::gen::inRange<size_t>(1, c.prompt.size() + 1));
             }
             std::sort(cuts.begin(), cuts.end());
             cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-            absl::StatusOr<std::vector<float>> logits;
-            for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-              logits =
-                  (*g)->Feed(absl::MakeConstSpan(c.prompt).subspan(cuts[i], cuts[i + 1] - cuts[i]));
-              RC_ASSERT(logits.ok());
-            }
-            absl::StatusOr<Generation> chunked = (*g)->Continue(*std::move(logits), c.new_tokens,
-                                                                /*keep_logits=*/true);
-            RC_ASSERT(chunked.ok());
-            CompareGenerations(*chunked, one_shot, "chunked vs one-shot prefill");
+            RunIsolated([&] {
+              const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+              const Generation one_shot =
+                  Run(CorrectGenerator(), *decoder, Options(c, strategy.name), c);
+              // The same prompt in chunks, then the same decode loop.
+              absl::StatusOr<std::unique_ptr<model::Generator>> g =
+                  model::Generator::Create(decoder.get(), Options(c, strategy.name));
+              RC_ASSERT(g.ok());
+              absl::StatusOr<std::vector<float>> logits;
+              for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+                NoteStep(absl::StrCat("feeding prompt tokens [", cuts[i], ", ", cuts[i + 1], ")"));
+                logits = (*g)->Feed(
+                    absl::MakeConstSpan(c.prompt).subspan(cuts[i], cuts[i + 1] - cuts[i]));
+                RC_ASSERT(logits.ok());
+              }
+              absl::StatusOr<Generation> chunked =
+                  (*g)->Continue(*std::move(logits), c.new_tokens, /*keep_logits=*/true);
+              RC_ASSERT(chunked.ok());
+              CompareGenerations(*chunked, one_shot, "chunked vs one-shot prefill");
+            });
             RC_TAG(strategy.name, absl::StrCat(cuts.size() - 1, " chunks"));
           }};
 }
@@ -202,25 +211,27 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
         const CacheStrategy& strategy =
             CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
         DecoderCase first = *GenDecoderCase(strategy.windowed);
-        const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
         DecoderCase second = first;
         second.prompt = *rc::gen::container<std::vector<int32_t>>(
             static_cast<size_t>(*Uniform(1, 10)),
             rc::gen::inRange<int32_t>(0, static_cast<int32_t>(first.config.vocab_size)));
         second.new_tokens = *Uniform<int64_t>(1, 12);
-        absl::StatusOr<std::unique_ptr<model::Generator>> g =
-            factory(decoder.get(), Options(first, strategy.name));
-        RC_ASSERT(g.ok());
-        RC_ASSERT((*g)->Generate(first.prompt, first.new_tokens).ok());
-        absl::StatusOr<Generation> again = (*g)->Generate(second.prompt, second.new_tokens, true);
-        if (!again.ok()) RC_FAIL(absl::StrCat("second generation: ", again.status().ToString()));
-        const Generation fresh =
-            Run(CorrectGenerator(), *decoder, Options(second, strategy.name), second);
-        if (again->tokens != fresh.tokens || again->logits != fresh.logits) {
-          RC_FAIL(absl::StrCat("after a first generation, ", strategy.name, " generated [",
-                               absl::StrJoin(again->tokens, ","), "]; a fresh generator [",
-                               absl::StrJoin(fresh.tokens, ","), "] (logits compared bitwise)"));
-        }
+        RunIsolated([&] {
+          const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
+          absl::StatusOr<std::unique_ptr<model::Generator>> g =
+              factory(decoder.get(), Options(first, strategy.name));
+          RC_ASSERT(g.ok());
+          RC_ASSERT((*g)->Generate(first.prompt, first.new_tokens).ok());
+          absl::StatusOr<Generation> again = (*g)->Generate(second.prompt, second.new_tokens, true);
+          if (!again.ok()) RC_FAIL(absl::StrCat("second generation: ", again.status().ToString()));
+          const Generation fresh =
+              Run(CorrectGenerator(), *decoder, Options(second, strategy.name), second);
+          if (again->tokens != fresh.tokens || again->logits != fresh.logits) {
+            RC_FAIL(absl::StrCat("after a first generation, ", strategy.name, " generated [",
+                                 absl::StrJoin(again->tokens, ","), "]; a fresh generator [",
+                                 absl::StrJoin(fresh.tokens, ","), "] (logits compared bitwise)"));
+          }
+        });
         RC_TAG(strategy.name);
       }};
 }
@@ -228,37 +239,39 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
 PropertySpec EngineVsReferenceProperty(int cases) {
   return {
       "generation/engine_vs_reference", cases, [] {
-        DecoderCase c = *GenDecoderCase(false);
-        const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-        const std::vector<int64_t> windows =
-            model::EffectiveLayerWindows(c.config, Options(c, "none"));
-        const std::vector<double> exact =
-            reference::ReferenceDecoderLogits(decoder->weights(), c.prompt, windows);
-        const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
-        for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
-          model::ForwardOptions options;
-          options.kernel = model::FindAttentionKernel(c.kernel);
-          options.matmul = path;
-          options.logits_rows = S;
-          absl::StatusOr<std::vector<float>> logits =
-              decoder->Forward(c.prompt, {0, 0}, {}, options);
-          RC_ASSERT(logits.ok());
-          for (int64_t s = 0; s < S; ++s) {
-            double max_abs = 0;
-            for (int64_t v = 0; v < V; ++v)
-              max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
-            const double tolerance = kRelativeLogitTolerance * (1 + max_abs);
-            for (int64_t v = 0; v < V; ++v) {
-              const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
-              if (!(error <= tolerance)) {
-                RC_FAIL(absl::StrCat(path == model::MatmulPath::kOptimized ? "optimized" : "plain",
-                                     " position ", s, " logit ", v, ": ", (*logits)[s * V + v],
-                                     " vs exact ", exact[s * V + v], " (tolerance ", tolerance,
-                                     ")"));
+        const DecoderCase c = *GenDecoderCase(false);
+        RunIsolated([&] {
+          const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+          const std::vector<int64_t> windows =
+              model::EffectiveLayerWindows(c.config, Options(c, "none"));
+          const std::vector<double> exact =
+              reference::ReferenceDecoderLogits(decoder->weights(), c.prompt, windows);
+          const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
+          for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
+            model::ForwardOptions options;
+            options.kernel = FindAttentionKernel(c.kernel);
+            options.matmul = path;
+            options.logits_rows = S;
+            absl::StatusOr<std::vector<float>> logits =
+                decoder->Forward(c.prompt, {0, 0}, {}, options);
+            RC_ASSERT(logits.ok());
+            for (int64_t s = 0; s < S; ++s) {
+              double max_abs = 0;
+              for (int64_t v = 0; v < V; ++v)
+                max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
+              const double tolerance = kRelativeLogitTolerance * (1 + max_abs);
+              for (int64_t v = 0; v < V; ++v) {
+                const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
+                if (!(error <= tolerance)) {
+                  RC_FAIL(absl::StrCat(path == model::MatmulPath::kOptimized ? "optimized" : "plain",
+                                       " position ", s, " logit ", v, ": ", (*logits)[s * V + v],
+                                       " vs exact ", exact[s * V + v], " (tolerance ", tolerance,
+                                       ")"));
+                }
               }
             }
           }
-        }
+        });
         RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
       }};
 }

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
-#include <unordered_map>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,7 +12,6 @@
 #include "absl/strings/str_join.h"
 #include "rapidcheck.h"
 #include "rapidcheck/detail/Configuration.h"
-#include "rapidcheck/detail/TestListener.h"
 
 namespace kvcheck::properties {
 namespace {
@@ -25,23 +23,29 @@ uint64_t PropertySeed(uint64_t base, const std::string& name) {
   return base ^ h;
 }
 
-// Forwards RapidCheck's per-case events to RunOptions::progress.
-class ProgressListener : public rc::detail::TestListener {
- public:
-  explicit ProgressListener(const std::function<void(int, int)>& progress) : progress_(progress) {}
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {
-    if (progress_) progress_(++cases_, shrinks_);
-  }
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {
-    if (progress_) progress_(cases_, ++shrinks_);
-  }
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+double EnvDouble(const char* name, double fallback) {
+  double value;
+  const char* text = std::getenv(name);
+  return text != nullptr && absl::SimpleAtod(text, &value) && value > 0 ? value : fallback;
+}
 
- private:
-  const std::function<void(int, int)>& progress_;
-  int cases_ = 0;
-  int shrinks_ = 0;
-};
+// "Falsifiable after 3 cases and 5 shrinks", the counterexample's values, the failure.
+std::string FailureMessage(const DriverResult& result) {
+  std::string text = absl::StrCat("Falsifiable after ", result.successes + 1, " cases and ",
+                                  result.shrinks_accepted, " shrinks");
+  if (result.shrink_budget_exhausted) {
+    absl::StrAppendFormat(&text,
+                          " (shrinking stopped at its budget after %d attempts in %.1f s: the "
+                          "case below is the smallest found so far, not a minimal one)",
+                          result.shrink_attempts, result.shrink_seconds);
+  }
+  absl::StrAppend(&text, "\n");
+  for (const auto& [type, value] : result.counterexample) {
+    absl::StrAppend(&text, "\n", type, ":\n", value, "\n");
+  }
+  absl::StrAppend(&text, "\n", result.description, "\n");
+  return text;
+}
 
 }  // namespace
 
@@ -56,6 +60,14 @@ RunOptions RunOptionsFromEnvironment() {
     if (absl::SimpleAtod(scale, &value) && value > 0) options.case_scale = value;
   }
   if (const char* reproduce = std::getenv("KVCHECK_REPRODUCE")) options.reproduce = reproduce;
+  if (const char* isolation = std::getenv("KVCHECK_ISOLATION")) {
+    ParseIsolation(isolation, &options.isolation.mode);
+  }
+  options.isolation.timeout_seconds =
+      EnvDouble("KVCHECK_CASE_TIMEOUT", options.isolation.timeout_seconds);
+  options.shrink_seconds = EnvDouble("KVCHECK_SHRINK_SECONDS", options.shrink_seconds);
+  options.shrink_attempts =
+      static_cast<int>(EnvDouble("KVCHECK_SHRINK_ATTEMPTS", options.shrink_attempts));
   return options;
 }
 
@@ -67,52 +79,67 @@ int CasesFor(const PropertySpec& spec, const RunOptions& options) {
 }
 
 PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options) {
-  using namespace rc::detail;
   PropertyOutcome outcome;
   outcome.name = spec.name;
-  TestMetadata metadata;
-  metadata.id = spec.name;
-  metadata.description = spec.name;
-  TestParams params;
-  params.seed = PropertySeed(options.seed, spec.name);
-  params.maxSuccess = CasesFor(spec, options);
-  params.maxSize = spec.max_size;
-  std::unordered_map<std::string, Reproduce> reproduce_map;
+  DriverOptions driver;
+  driver.seed = PropertySeed(options.seed, spec.name);
+  driver.cases = CasesFor(spec, options);
+  driver.max_size = spec.max_size;
+  driver.shrink_seconds = options.shrink_seconds;
+  driver.shrink_attempts = options.shrink_attempts;
+  driver.progress = options.progress;
   if (!options.reproduce.empty()) {
-    reproduce_map = configFromString(options.reproduce).reproduce;
+    const auto reproduce_map = rc::detail::configFromString(options.reproduce).reproduce;
+    const auto found = reproduce_map.find(spec.name);
+    if (found == reproduce_map.end()) {
+      // The reproduce string is for another property: nothing to run here.
+      outcome.passed = true;
+      outcome.message = "not the property of the reproduce string: skipped";
+      return outcome;
+    }
+    driver.reproduce = found->second;
   }
-  ProgressListener listener(options.progress);
+  IsolationScope isolation(options.isolation);
   const auto start = std::chrono::steady_clock::now();
-  const TestResult result =
-      checkProperty(toProperty(spec.body), metadata, params, listener, reproduce_map);
+  const DriverResult result = DriveProperty(rc::detail::toProperty(spec.body), driver);
   outcome.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::ostringstream message;
-  printResultMessage(result, message);
-  outcome.message = message.str();
-  if (result.is<SuccessResult>()) {
-    const SuccessResult& success = result.get<SuccessResult>();
-    outcome.passed = true;
-    outcome.cases = success.numSuccess;
-    outcome.distribution = success.distribution;
-  } else if (result.is<FailureResult>()) {
-    const FailureResult& failure = result.get<FailureResult>();
-    outcome.cases = failure.numSuccess;
-    for (const auto& [type, value] : failure.counterExample) {
-      outcome.counterexample_lines += 1 + static_cast<int>(std::count(value.begin(), value.end(), '\n'));
-    }
-    Configuration config;
-    config.testParams.seed = params.seed;
-    config.reproduce[spec.name] = failure.reproduce;
-    const std::string reproduce = configToMinimalString(config);
-    outcome.replay = absl::StrCat(
-        "replay: kvcheck --seed=", options.seed, " --only=", spec.name,
-        " (tests: KVCHECK_SEED=", options.seed, "); jump straight to the shrunk case with "
-        "kvcheck --only=", spec.name, " --reproduce='", reproduce, "' (tests: KVCHECK_REPRODUCE='",
-        reproduce, "')");
-  } else if (result.is<GaveUpResult>()) {
-    outcome.cases = result.get<GaveUpResult>().numSuccess;
+  outcome.search_seconds = result.search_seconds;
+  outcome.cases = result.successes;
+  outcome.distribution = result.distribution;
+  switch (result.kind) {
+    case DriverResult::Kind::kPassed:
+      outcome.passed = true;
+      outcome.message = absl::StrCat("OK, passed ", result.successes, " cases");
+      return outcome;
+    case DriverResult::Kind::kGaveUp:
+      outcome.message = absl::StrCat("Gave up after ", result.successes, " cases and ",
+                                     result.discards, " discarded ones: ", result.description);
+      return outcome;
+    case DriverResult::Kind::kNotReproduced:
+      outcome.message = absl::StrCat("Could not reproduce: ", result.description);
+      return outcome;
+    case DriverResult::Kind::kFailed:
+      break;
   }
+  outcome.message = FailureMessage(result);
+  outcome.end = result.end;
+  outcome.shrink_attempts = result.shrink_attempts;
+  outcome.shrinks_accepted = result.shrinks_accepted;
+  outcome.shrink_budget_exhausted = result.shrink_budget_exhausted;
+  for (const auto& [type, value] : result.counterexample) {
+    outcome.counterexample_lines +=
+        1 + static_cast<int>(std::count(value.begin(), value.end(), '\n'));
+  }
+  rc::detail::Configuration config;
+  config.testParams.seed = driver.seed;
+  config.reproduce[spec.name] = result.reproduce;
+  const std::string reproduce = rc::detail::configToMinimalString(config);
+  outcome.replay = absl::StrCat(
+      "replay: kvcheck --seed=", options.seed, " --only=", spec.name,
+      " (tests: KVCHECK_SEED=", options.seed, "); jump straight to the shrunk case with "
+      "kvcheck --only=", spec.name, " --reproduce='", reproduce, "' (tests: KVCHECK_REPRODUCE='",
+      reproduce, "')");
   return outcome;
 }
 

@@ -6,6 +6,10 @@
 // and in the defect-kill tests, so they are plain callables (using *gen and RC_ASSERT inside)
 // collected in PropertySpec lists, not RC_GTEST_PROP functions.
 //
+// Each case's check runs in a forked child by default (case_isolation.h): a crash or hang of
+// the code under test is a failing case, shrunk like any other. Shrinking is bounded
+// (property_driver.h): the outcome says when it stopped at its budget.
+//
 // Replay: a failure message names the property, the seed and a RapidCheck reproduce string;
 // KVCHECK_SEED=<seed> reruns the same cases, KVCHECK_REPRODUCE=<string> jumps straight to
 // the shrunk counterexample (kvcheck takes --seed and --reproduce).
@@ -18,6 +22,9 @@
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "properties/case_isolation.h"
+#include "properties/property_driver.h"
 
 namespace kvcheck::properties {
 
@@ -38,21 +45,31 @@ struct RunOptions {
   std::string reproduce;      // RapidCheck "reproduce=..." string, or empty
   int max_cases = 0;          // if > 0, caps the case count (quick runs)
   int fixed_cases = 0;        // if > 0, every property runs exactly this many cases
-  // Called after every case (cases done so far) and every shrink attempt (shrinks so far).
-  std::function<void(int cases, int shrinks)> progress;
+  IsolationOptions isolation;  // fork per case (default) or in process; the case timeout
+  double shrink_seconds = 20;  // shrinking stops after this long ...
+  int shrink_attempts = 2000;  // ... or this many candidates, with the smallest case so far
+  // Called after every case and every shrink attempt.
+  std::function<void(const DriverProgress&)> progress;
 };
 
-// RunOptions from the environment: KVCHECK_SEED, KVCHECK_CASE_SCALE, KVCHECK_REPRODUCE.
+// RunOptions from the environment: KVCHECK_SEED, KVCHECK_CASE_SCALE, KVCHECK_REPRODUCE,
+// KVCHECK_ISOLATION (fork | none), KVCHECK_CASE_TIMEOUT (seconds), KVCHECK_SHRINK_SECONDS,
+// KVCHECK_SHRINK_ATTEMPTS.
 RunOptions RunOptionsFromEnvironment();
 
 struct PropertyOutcome {
   std::string name;
   bool passed = false;
   int cases = 0;               // successful cases run
-  double seconds = 0;
-  std::string message;         // RapidCheck's report; on failure the shrunk counterexample
+  double seconds = 0;          // the whole run, shrinking included
+  double search_seconds = 0;   // until the first failing case (the whole run if it passed)
+  std::string message;         // the report; on failure the shrunk counterexample
   std::string replay;          // on failure: how to replay it
   int counterexample_lines = 0;  // on failure: lines of the shrunk counterexample (commands)
+  CaseEnd end = CaseEnd::kNone;  // on failure: assertion (kNone), crash or timeout
+  int shrink_attempts = 0;
+  int shrinks_accepted = 0;
+  bool shrink_budget_exhausted = false;  // shrinking stopped at the budget, not at a minimum
   std::map<std::vector<std::string>, int> distribution;  // RC_CLASSIFY / RC_TAG counts
 };
 

@@ -19,6 +19,7 @@ class RatioStats {
   void Add(double ratio) { ratios_.push_back(ratio); }
   void Merge(const RatioStats& other);
   int64_t count() const { return static_cast<int64_t>(ratios_.size()); }
+  absl::Span<const double> values() const { return ratios_; }
   double Max() const;
   double Median() const;
   // "max 0.031 median 0.0024 over 12345 elements".

@@ -1,5 +1,7 @@
 #include "src/base/thread_pool.h"
 
+#include <unistd.h>
+
 #include <map>
 #include <memory>
 
@@ -98,6 +100,15 @@ ThreadPool& SharedThreadPool(int num_threads) {
   KV_CHECK(num_threads >= 1 && num_threads <= 256);
   static std::mutex* mutex = new std::mutex();
   static auto* pools = new std::map<int, std::unique_ptr<ThreadPool>>();
+  static pid_t owner = getpid();
+  if (getpid() != owner) {
+    // A forked child (the suite runs each case in one): the pools' workers exist only in the
+    // parent, and their mutexes may have been held by them at the fork. Start afresh; the old
+    // objects are leaked, since destroying them would join threads that do not exist here.
+    mutex = new std::mutex();
+    pools = new std::map<int, std::unique_ptr<ThreadPool>>();
+    owner = getpid();
+  }
   std::lock_guard<std::mutex> lock(*mutex);
   std::unique_ptr<ThreadPool>& pool = (*pools)[num_threads];
   if (pool == nullptr) pool = std::make_unique<ThreadPool>(num_threads);

@@ -52,6 +52,7 @@ class ThreadPool {
 };
 
 // A process-wide pool with `num_threads` threads (created on first use, kept for reuse).
+// Safe to use in a child forked while pools existed: the child gets pools of its own.
 // REQUIRES: 1 <= num_threads <= 256.
 ThreadPool& SharedThreadPool(int num_threads);
 

@@ -1,5 +1,8 @@
 #include "src/base/thread_pool.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <vector>
 
@@ -22,6 +25,28 @@ TEST(ThreadPool, RunsEveryItemExactlyOnce) {
 TEST(ThreadPool, SharedPoolsAreReused) {
   EXPECT_EQ(&SharedThreadPool(2), &SharedThreadPool(2));
   EXPECT_EQ(SharedThreadPool(3).num_threads(), 3);
+}
+
+// The suite runs each case in a forked child: a child of a process whose pools have running
+// workers must get working pools of its own (the parent's workers do not exist in it).
+TEST(ThreadPool, SharedPoolsWorkInAForkedChild) {
+  std::atomic<int> sum{0};
+  SharedThreadPool(3).ParallelFor(30, [&](int64_t i) { sum.fetch_add(static_cast<int>(i)); });
+  ASSERT_EQ(sum.load(), 435);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::atomic<int> child_sum{0};
+    SharedThreadPool(3).ParallelFor(30, [&](int64_t i) { child_sum.fetch_add(static_cast<int>(i)); });
+    _exit(child_sum.load() == 435 && SharedThreadPool(3).num_threads() == 3 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // And the parent's pool still works.
+  sum = 0;
+  SharedThreadPool(3).ParallelFor(30, [&](int64_t i) { sum.fetch_add(static_cast<int>(i)); });
+  EXPECT_EQ(sum.load(), 435);
 }
 
 }  // namespace

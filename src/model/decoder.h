@@ -29,7 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "src/cache/kv_cache.h"
-#include "src/model/attention_kernels.h"
+#include "src/attention/kernel_registry.h"
 #include "src/model/decoder_weights.h"
 #include "src/model/layer_ops.h"
 
