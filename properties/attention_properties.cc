@@ -76,7 +76,7 @@ void MergeStats(std::string_view wire, KernelStatsMap* stats) {
   });
 }
 
-KernelCase GenSampledCase(int64_t max_kv_len = 300) {
+KernelCase GenSampledCase(int64_t max_kv_len = 600) {
   KernelCase c = *GenKernelCase(max_kv_len);
   SampleCheckedRows(c, kReferenceBudget);
   return c;
@@ -95,7 +95,10 @@ AttentionComparison Check(const std::string& name, const KernelCase& c,
   const reference::AttentionProblem& p = c.problem;
   AttentionComparison comparison = reference::CompareAttention(
       out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
-  if (!comparison.ok()) RC_FAIL(absl::StrCat(name, ": ", comparison.first_violation));
+  if (!comparison.ok()) {
+    RC_FAIL(absl::StrCat(name, ": ", comparison.first_violation, "\n  ",
+                         DescribeRow(p, comparison.first_violation_element / p.head_dim)));
+  }
   return comparison;
 }
 
@@ -108,7 +111,14 @@ void Classify(const KernelCase& c) {
   RC_CLASSIFY(!p.alibi_slopes.empty(), "alibi");
   RC_CLASSIFY(p.softcap > 0, "softcap");
   RC_CLASSIFY(p.num_heads != p.num_kv_heads, "gqa");
+  RC_CLASSIFY(p.num_heads / p.num_kv_heads >= 16, "group >= 16");
   RC_CLASSIFY(p.kv_len == 0, "Skv = 0");
+  RC_CLASSIFY(p.kv_len > 0 && p.kv_len % 32 == 0, "Skv a tile multiple");
+  RC_CLASSIFY(p.kv_len % 32 == 1 || p.kv_len % 32 == 31, "Skv a tile multiple +-1");
+  RC_CLASSIFY(p.kv_len >= 512, "Skv >= 512");
+  RC_CLASSIFY(p.window > 0 && std::abs(p.kv_len - p.window) <= 1, "Skv = W +- 1");
+  RC_CLASSIFY(p.head_dim % 16 != 0 && p.head_dim > 16, "D with a vector tail");
+  RC_CLASSIFY(!c.notes.empty(), "special values or mask pattern");
 }
 
 PropertySpec KernelsVsReference(KernelStatsMap* stats) {

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "properties/cache_machine_commands.h"
 #include "properties/generators.h"
+#include "properties/kernel_case.h"
 #include "rapidcheck.h"
 #include "reference/attention_comparison.h"
 #include "reference/reference_attention.h"
@@ -108,7 +109,8 @@ void Attend::run(const Model& m, Sut& sut) const {
           reference::CompareAttention(actual, exact, {1, group, q_len_, D});
       if (!comparison.ok()) {
         RC_FAIL(absl::StrCat(kernel, " over branch ", branch_, ", batch row ", b, ", KV head ",
-                             kv_head, ": ", comparison.first_violation));
+                             kv_head, ": ", comparison.first_violation, "\n  ",
+                             DescribeRow(p, comparison.first_violation_element / D)));
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "properties/attention_generators.h"
 #include "properties/generators.h"
@@ -15,12 +16,156 @@ namespace {
 
 using reference::AttentionProblem;
 
+// The flash kernel's key tile and row block (src/attention/flash_problem.h); other kernels
+// have their own, but lengths around these multiples are where tiled code breaks.
+constexpr int64_t kTile = 32;
+// Kernel work per case (rows x keys x D) above which the prefill rows are cut down.
+constexpr int64_t kWorkBudget = 12'000'000;
+
+// True `percent`% of the time; shrinks to false (the feature off).
+bool Sometimes(int percent) { return *Uniform(0, 100) >= 100 - percent; }
+
+// A length: one of `edges` (ascending, so it shrinks to the smallest) or, half the time,
+// uniform in [lo, hi].
+int64_t LengthNear(std::vector<int64_t> edges, int64_t lo, int64_t hi) {
+  edges.erase(std::remove_if(edges.begin(), edges.end(),
+                             [&](int64_t e) { return e < lo || e > hi; }),
+              edges.end());
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  if (edges.empty() || Sometimes(50)) return *Uniform<int64_t>(lo, hi + 1);
+  return *rc::gen::elementOf(edges);
+}
+
 TensorSpec SpecFor(DType dtype, std::vector<int64_t> shape, std::vector<float> values,
                    bool strided) {
   if (!strided) return TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
   TensorSpec spec = *GenTensorSpec(dtype, shape, Values::kFinite, LayoutKind::kAny);
   spec.values = std::move(values);
   return spec;
+}
+
+const char* SpecialName(float x) {
+  return std::isnan(x) ? "NaN" : x > 0 ? (std::isinf(x) ? "+inf" : "huge") : "-inf";
+}
+
+// The rows that see the keys of (b, kv_head) at their newest query: the last query row of
+// every head in the group (at most 8 of them).
+void FocusOnKey(KernelCase& c, int64_t b, int64_t kv_head) {
+  const AttentionProblem& p = c.problem;
+  const int64_t group = p.num_heads / p.num_kv_heads;
+  for (int64_t r = 0; r < std::min<int64_t>(group, 8); ++r) {
+    c.focus_rows.push_back((b * p.num_heads + kv_head * group + r) * p.q_len + p.q_len - 1);
+  }
+}
+
+// Special-value patterns: several elements, a whole query row, a whole tile of keys or values.
+void InsertSpecials(KernelCase& c) {
+  AttentionProblem& p = c.problem;
+  const int pattern = *rc::gen::element(0, 1, 2, 3);
+  const float value = RoundToDType(*rc::gen::element(NAN, INFINITY, -INFINITY), p.output_dtype);
+  if (pattern == 1 && p.q_len > 0) {  // a whole query row: every score of it is +-inf or NaN
+    const int64_t row = *Uniform<int64_t>(0, p.batch * p.num_heads * p.q_len);
+    std::fill_n(p.q.begin() + row * p.head_dim, p.head_dim, value);
+    c.focus_rows.push_back(row);
+    c.notes.push_back(absl::StrCat("q row ", row, " (b=", row / p.q_len / p.num_heads,
+                                   " h=", row / p.q_len % p.num_heads, " i=", row % p.q_len,
+                                   ") is all ", SpecialName(value)));
+    return;
+  }
+  if ((pattern == 2 || pattern == 3) && p.kv_len > 0) {  // a tile of keys or of values
+    const bool keys = pattern == 2;
+    const float fill = keys && Sometimes(30) ? RoundToDType(3e38f, p.output_dtype) : value;
+    const int64_t b = *Uniform<int64_t>(0, p.batch);
+    const int64_t kv_head = *Uniform<int64_t>(0, p.num_kv_heads);
+    const int64_t first = *Uniform<int64_t>(0, (p.kv_len - 1) / kTile + 1) * kTile;
+    const int64_t last = std::min(p.kv_len, first + kTile);
+    std::vector<float>& target = keys ? p.k : p.v;
+    for (int64_t j = first; j < last; ++j) {
+      std::fill_n(target.begin() + p.KvIndex(b, kv_head, j, 0), p.head_dim, fill);
+    }
+    FocusOnKey(c, b, kv_head);
+    c.notes.push_back(absl::StrCat(keys ? "k" : "v", " slots [", first, ", ", last, ") of b=", b,
+                                   " KV head ", kv_head, " are all ", SpecialName(fill)));
+    return;
+  }
+  // A few elements anywhere.
+  for (int n = *Uniform(1, 7); n > 0; --n) {
+    const int which = *Uniform(0, 3);
+    std::vector<float>& values = which == 0 ? p.q : which == 1 ? p.k : p.v;
+    if (values.empty()) continue;
+    const int64_t at = *Uniform<int64_t>(0, static_cast<int64_t>(values.size()));
+    const float x = RoundToDType(*rc::gen::element(NAN, INFINITY, -INFINITY), p.output_dtype);
+    values[at] = x;
+    const int64_t row = at / p.head_dim;
+    if (which == 0) {
+      c.focus_rows.push_back(row);
+    } else {
+      FocusOnKey(c, row / p.kv_len / p.num_kv_heads, row / p.kv_len % p.num_kv_heads);
+    }
+    c.notes.push_back(absl::StrCat(which == 0 ? "q" : which == 1 ? "k" : "v", " row ", row,
+                                   " element ", at % p.head_dim, " is ", SpecialName(x)));
+  }
+}
+
+// The additive mask and its pattern.
+void GenerateMask(KernelCase& c) {
+  AttentionProblem& p = c.problem;
+  p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
+  p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
+  const int64_t rows = p.mask_batch * p.mask_heads * p.q_len;
+  const int pattern = *rc::gen::element(0, 1, 2, 3, 4);
+  // Random entries from a seeded stream: 0, -inf or a finite bias (and +inf / NaN when the
+  // pattern asks for them).
+  const std::vector<float> noise =
+      SeededValues(*rc::gen::arbitrary<uint64_t>(), rows * p.kv_len, 1.0f, DType::kF32);
+  p.mask.resize(rows * p.kv_len);
+  for (size_t e = 0; e < noise.size(); ++e) {
+    const int pick = static_cast<int>(std::fabs(noise[e]) * 1024.0f) % 9;
+    p.mask[e] = pick <= 3 ? 0.0f : pick <= 5 ? -INFINITY : pick == 6 ? -1.5f : pick == 7 ? 0.75f
+                                                                                         : -40.0f;
+  }
+  switch (pattern) {
+    case 1: {  // leading keys removed for every row: whole tiles, and one more or less
+      const int64_t leading = LengthNear({kTile - 1, kTile, kTile + 1, 2 * kTile, 2 * kTile + 1,
+                                          p.kv_len - 1, p.kv_len},
+                                         0, p.kv_len);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::fill_n(p.mask.begin() + r * p.kv_len, leading, -INFINITY);
+      }
+      c.notes.push_back(absl::StrCat("mask removes keys [0, ", leading, ") of every row"));
+      break;
+    }
+    case 2: {  // every other mask row removes every key
+      for (int64_t r = 0; r < rows; r += 2) {
+        std::fill_n(p.mask.begin() + r * p.kv_len, p.kv_len, -INFINITY);
+      }
+      c.notes.push_back("mask removes every key of every other row (rows with no key)");
+      break;
+    }
+    case 3: {  // only one tile allowed
+      const int64_t first = *Uniform<int64_t>(0, std::max<int64_t>(1, (p.kv_len + kTile - 1) / kTile)) * kTile;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < p.kv_len; ++j) {
+          if (j < first || j >= first + kTile) p.mask[r * p.kv_len + j] = -INFINITY;
+        }
+      }
+      c.notes.push_back(absl::StrCat("mask allows only keys [", first, ", ", first + kTile, ")"));
+      break;
+    }
+    case 4: {  // a few +inf or NaN entries
+      for (int n = *Uniform(1, 4); n > 0 && !p.mask.empty(); --n) {
+        const int64_t at = *Uniform<int64_t>(0, static_cast<int64_t>(p.mask.size()));
+        p.mask[at] = *rc::gen::element(INFINITY, NAN);
+        c.notes.push_back(absl::StrCat("mask entry ", at, " is ", SpecialName(p.mask[at])));
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  c.mask = SpecFor(DType::kF32, {p.mask_batch, p.mask_heads, p.q_len, p.kv_len}, p.mask,
+                   Sometimes(50));
 }
 
 }  // namespace
@@ -69,66 +214,68 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
     p.output_dtype = dtype;
     p.batch = *Uniform<int64_t>(1, 4);
     p.num_kv_heads = *Uniform<int64_t>(1, 4);
-    p.num_heads = p.num_kv_heads * *Uniform<int64_t>(1, 9);
-    p.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 6, 7, 8, 16, 31, 32, 33, 64, 80, 96,
-                                            128, 256);
-    p.q_len = *Uniform(0, 5) < 2 ? 1 : *Uniform<int64_t>(2, 71);
-    const std::vector<int64_t> edges = {0,  1,  7,   8,   9,   15,  16,  17,  31,  32, 33,
-                                        63, 64, 65,  127, 128, 129, 255, 256, 257, 300};
-    p.kv_len = std::min(max_kv_len, *Uniform(0, 2) == 0 ? *rc::gen::elementOf(edges)
-                                                        : *Uniform<int64_t>(0, max_kv_len + 1));
-    if (*Uniform(0, 5) == 0) p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f);
-    if (*Uniform(0, 5) == 0) p.softcap = *rc::gen::element(5.0f, 30.0f, 50.0f);
-    if (*Uniform(0, 5) == 0) {
+    // Query heads per KV head: small ratios (non-powers of two among them), and now and then
+    // around the flash kernel's 48-row block.
+    const int64_t group =
+        Sometimes(8) ? *rc::gen::element<int64_t>(16, 47, 48, 49) : *Uniform<int64_t>(1, 9);
+    p.num_heads = p.num_kv_heads * group;
+    p.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63,
+                                            64, 65, 80, 96, 127, 128, 129, 255, 256);
+    if (Sometimes(25)) {
+      p.window = *rc::gen::element<int64_t>(1, 2, 3, 7, 8, 16, 31, 32, 33, 64, 100);
+    }
+    // Decode (Sq = 1) unless prefill is drawn; prefill rows around the 48-row block.
+    if (Sometimes(60)) {
+      p.q_len = LengthNear({2, 3, 15, 16, 17, 47, 48, 49}, 2, 70);
+    }
+    // Keys: tile multiples and +-1, the 512-key split threshold, and W - 1, W, W + 1.
+    std::vector<int64_t> edges = {0,   1,   2,   31,  32,  33,  63,  64,  65,  95,  96,
+                                  97,  127, 128, 129, 255, 256, 257, 511, 512, 513, 600};
+    if (p.window > 0) edges.insert(edges.end(), {p.window - 1, p.window, p.window + 1});
+    p.kv_len = LengthNear(edges, 0, std::min<int64_t>(max_kv_len, 320));
+    p.kv_len = std::min(p.kv_len, max_kv_len);
+    if (Sometimes(20)) p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f, 4.0f);
+    if (Sometimes(20)) p.softcap = *rc::gen::element(30.0f, 5.0f, 50.0f, 1.0f);
+    if (Sometimes(20)) {
       for (int64_t h = 0; h < p.num_heads; ++h) {
         p.alibi_slopes.push_back(std::ldexp(1.0f, -static_cast<int>(h % 8 + 1)));
       }
     }
-    p.causal = *Uniform(0, 5) < 3;
-    if (*Uniform(0, 5) == 0) p.window = *Uniform<int64_t>(1, 65);
+    p.causal = Sometimes(60);
+    // Prefill rows cut down so that one case's kernel work stays bounded.
+    const int64_t per_row = p.batch * p.num_heads * std::max<int64_t>(1, p.kv_len) * p.head_dim;
+    p.q_len = std::max<int64_t>(1, std::min(p.q_len, kWorkBudget / per_row));
     // Positions: default (queries are the newest keys), a ring cache's slot order, or varlen
     // rows padded with empty slots (-1).
-    const int kind = *Uniform(0, 10);
-    c.positions_kind = kind < 5 ? "default" : kind < 7 ? "ring" : "varlen";
+    c.positions_kind = "default";
+    if (Sometimes(50)) c.positions_kind = *rc::gen::element<std::string>("ring", "varlen");
     if (c.positions_kind == "ring" && p.kv_len > 0) {
       SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50));  // tokens appended so far
-      if (*Uniform(0, 2) == 0) p.window = p.kv_len;
+      if (Sometimes(50)) p.window = p.kv_len;                      // the ring's own window
     } else if (c.positions_kind == "varlen") {
       std::vector<int64_t> lengths;
-      for (int64_t b = 0; b < p.batch; ++b) lengths.push_back(*Uniform<int64_t>(0, p.kv_len + 1));
+      for (int64_t b = 0; b < p.batch; ++b) {
+        lengths.push_back(LengthNear({0, 1, p.kv_len - 1, p.kv_len}, 0, p.kv_len));
+      }
       SetVarlenPositions(p, lengths);
+    } else {
+      c.positions_kind = "default";
     }
     const std::vector<int64_t> q_shape = {p.batch, p.num_heads, p.q_len, p.head_dim};
     const std::vector<int64_t> kv_shape = {p.batch, p.num_kv_heads, p.kv_len, p.head_dim};
     const int64_t q_count = p.batch * p.num_heads * p.q_len * p.head_dim;
     const int64_t kv_count = p.batch * p.num_kv_heads * p.kv_len * p.head_dim;
     // Mostly unit-scale values; sometimes large ones (big scores, f16 dot overflow).
-    const float amplitude = *rc::gen::element(1.0f, 1.0f, 1.0f, 8.0f, 64.0f);
+    c.amplitude = *rc::gen::element(1.0f, 1.0f, 1.0f, 8.0f, 64.0f);
     const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
-    p.q = SeededValues(seed, q_count, amplitude, dtype);
-    p.k = SeededValues(seed + 1, kv_count, amplitude, dtype);
+    p.q = SeededValues(seed, q_count, c.amplitude, dtype);
+    p.k = SeededValues(seed + 1, kv_count, c.amplitude, dtype);
     p.v = SeededValues(seed + 2, kv_count, 1.0f, dtype);
-    if (*Uniform(0, 20) == 0) {  // special values somewhere
-      for (std::vector<float>* values : {&p.q, &p.k, &p.v}) {
-        if (values->empty() || *Uniform(0, 2) == 0) continue;
-        (*values)[*Uniform<size_t>(0, values->size())] =
-            *rc::gen::element(NAN, INFINITY, -INFINITY);
-      }
-    }
-    if (*Uniform(0, 5) == 0) {
-      p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
-      p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
-      p.mask = *rc::gen::container<std::vector<float>>(
-          p.mask_batch * p.mask_heads * p.q_len * p.kv_len,
-          rc::gen::weightedOneOf<float>({{4, rc::gen::just(0.0f)},
-                                         {2, rc::gen::just(-INFINITY)},
-                                         {1, rc::gen::element(-1.5f, 0.75f, -40.0f)}}));
-      c.mask = SpecFor(DType::kF32, {p.mask_batch, p.mask_heads, p.q_len, p.kv_len}, p.mask,
-                       *Uniform(0, 2) == 0);
-    }
-    c.q = SpecFor(dtype, q_shape, p.q, *Uniform(0, 2) == 0);
-    c.k = SpecFor(dtype, kv_shape, p.k, *Uniform(0, 2) == 0);
-    c.v = SpecFor(dtype, kv_shape, p.v, *Uniform(0, 2) == 0);
+    if (Sometimes(12)) InsertSpecials(c);
+    if (Sometimes(20)) GenerateMask(c);
+    c.q = SpecFor(dtype, q_shape, p.q, Sometimes(50));
+    c.k = SpecFor(dtype, kv_shape, p.k, Sometimes(50));
+    c.v = SpecFor(dtype, kv_shape, p.v, Sometimes(50));
     return c;
   });
 }
@@ -160,18 +307,98 @@ void SampleCheckedRows(KernelCase& c, int64_t budget) {
   if (rows * per_row <= budget) return;
   const int64_t keep = std::max<int64_t>(1, budget / per_row);
   std::vector<int64_t> chosen = {rows - 1};  // the last query row of the last head
-  for (int64_t n = 1; n < keep; ++n) chosen.push_back(*rc::gen::inRange<int64_t>(0, rows));
+  chosen.insert(chosen.end(), c.focus_rows.begin(), c.focus_rows.end());
+  for (int64_t n = static_cast<int64_t>(chosen.size()); n < keep; ++n) {
+    chosen.push_back(*rc::gen::inRange<int64_t>(0, rows));
+  }
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
   p.checked_rows = chosen;
 }
 
+std::string DescribeRow(const AttentionProblem& p, int64_t row) {
+  constexpr int64_t kShownDims = 16, kShownKeys = 8;
+  const int64_t i = row % p.q_len, h = row / p.q_len % p.num_heads;
+  const int64_t b = row / p.q_len / p.num_heads;
+  const int64_t kv_head = h / (p.num_heads / p.num_kv_heads);
+  auto vector = [&](const std::vector<float>& values, int64_t at) {
+    std::string text = "[";
+    for (int64_t d = 0; d < std::min(p.head_dim, kShownDims); ++d) {
+      absl::StrAppend(&text, d > 0 ? "," : "", values[at + d]);
+    }
+    return absl::StrCat(text, p.head_dim > kShownDims ? ",...]" : "]");
+  };
+  const int64_t qpos = p.QPosition(b, i);
+  std::string text = absl::StrCat("the diverging row: b=", b, " h=", h, " (KV head ", kv_head,
+                                  ") i=", i, " at position ", qpos, "\n    q=",
+                                  vector(p.q, p.QIndex(b, h, i, 0)));
+  std::vector<int64_t> allowed;
+  std::vector<std::string> special;
+  for (int64_t d = 0; d < p.head_dim; ++d) {
+    const float x = p.q[p.QIndex(b, h, i, d)];
+    if (!std::isfinite(x)) special.push_back(absl::StrCat("q[", d, "]=", x));
+  }
+  const int64_t mask_row =
+      p.mask.empty() ? 0
+                     : (((p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h)) *
+                            p.q_len + i) * p.kv_len;
+  for (int64_t j = 0; j < p.kv_len; ++j) {
+    const int64_t kpos = p.KvPosition(b, j);
+    const float mask = p.mask.empty() ? 0.0f : p.mask[mask_row + j];
+    const bool ok = qpos >= 0 && kpos >= 0 && (!p.causal || kpos <= qpos) &&
+                    (p.window <= 0 || qpos - kpos < p.window) && mask != -INFINITY;
+    if (!ok) continue;
+    allowed.push_back(j);
+    if (!std::isfinite(mask)) special.push_back(absl::StrCat("mask slot ", j, "=", mask));
+    for (int64_t d = 0; d < p.head_dim; ++d) {
+      const float k = p.k[p.KvIndex(b, kv_head, j, d)], v = p.v[p.KvIndex(b, kv_head, j, d)];
+      if (!std::isfinite(k)) special.push_back(absl::StrCat("k slot ", j, "[", d, "]=", k));
+      if (!std::isfinite(v)) special.push_back(absl::StrCat("v slot ", j, "[", d, "]=", v));
+    }
+  }
+  absl::StrAppend(&text, "\n    ", allowed.size(), " allowed keys");
+  if (special.size() > 8) special.resize(8), special.push_back("...");
+  if (!special.empty()) {
+    absl::StrAppend(&text, "; non-finite inputs among them: ", absl::StrJoin(special, ", "));
+  }
+  for (size_t n = 0; n < allowed.size(); ++n) {
+    if (n == kShownKeys / 2 && allowed.size() > kShownKeys) {
+      absl::StrAppend(&text, "\n    ... ", allowed.size() - kShownKeys, " more keys ...");
+      n = allowed.size() - kShownKeys / 2;
+    }
+    const int64_t j = allowed[n];
+    absl::StrAppend(&text, "\n    slot ", j, " (position ", p.KvPosition(b, j), "): k=",
+                    vector(p.k, p.KvIndex(b, kv_head, j, 0)), " v=",
+                    vector(p.v, p.KvIndex(b, kv_head, j, 0)));
+    if (!p.mask.empty()) absl::StrAppend(&text, " mask ", p.mask[mask_row + j]);
+  }
+  return text;
+}
+
 void showValue(const KernelCase& c, std::ostream& os) {
-  os << "positions " << c.positions_kind << ", " << DTypeName(c.problem.output_dtype) << ": ";
-  reference::showValue(c.problem, os);
-  os << "\n  layouts: q order [" << absl::StrJoin(c.q.buffer_order, ",") << "] k order ["
-     << absl::StrJoin(c.k.buffer_order, ",") << "] v order ["
-     << absl::StrJoin(c.v.buffer_order, ",") << "]";
+  const AttentionProblem& p = c.problem;
+  os << DTypeName(p.output_dtype) << ", batch B=" << p.batch << ", query heads H=" << p.num_heads
+     << ", KV heads KH=" << p.num_kv_heads << ", query rows Sq=" << p.q_len
+     << ", keys Skv=" << p.kv_len << ", head dim D=" << p.head_dim << ", positions "
+     << c.positions_kind;
+  if (p.causal) os << ", causal";
+  if (p.window > 0) os << ", window W=" << p.window;
+  if (p.scale) os << ", scale " << *p.scale;
+  if (p.softcap > 0) os << ", softcap " << p.softcap;
+  if (!p.alibi_slopes.empty()) os << ", ALiBi slopes [" << absl::StrJoin(p.alibi_slopes, ",") << "]";
+  if (!p.mask.empty()) os << ", mask (" << p.mask_batch << ", " << p.mask_heads << ", Sq, Skv)";
+  os << ", value amplitude " << c.amplitude;
+  if (!p.q_positions.empty()) os << "\n  query positions [" << absl::StrJoin(p.q_positions, ",") << "]";
+  if (!p.kv_positions.empty()) os << "\n  key positions [" << absl::StrJoin(p.kv_positions, ",") << "]";
+  for (const std::string& note : c.notes) os << "\n  " << note;
+  os << "\n  layouts: q buffer order [" << absl::StrJoin(c.q.buffer_order, ",") << "] k ["
+     << absl::StrJoin(c.k.buffer_order, ",") << "] v [" << absl::StrJoin(c.v.buffer_order, ",")
+     << "]";
+  if (p.q.size() + p.k.size() <= 64) {
+    os << "\n  q=[" << absl::StrJoin(p.q, ",") << "]\n  k=[" << absl::StrJoin(p.k, ",")
+       << "]\n  v=[" << absl::StrJoin(p.v, ",") << "]";
+    if (!p.mask.empty()) os << "\n  mask=[" << absl::StrJoin(p.mask, ",") << "]";
+  }
 }
 
 }  // namespace kvcheck::properties

@@ -1,18 +1,29 @@
 // File: kernel_case.h
-// KernelCase: a generated attention call covering DESIGN.md section 3: batch 1..3, GQA ratios
-// 1..8 (non-powers of two included), head dims 1..256 on both sides of vector widths, decode
-// (Sq = 1) and prefill up to 70 rows, 0..300 keys around tile sizes, f32/f16/bf16, strided
-// inputs, causal / window / additive masks with broadcasting, ALiBi, softcap, custom scales,
-// default, ring-cache (slot order) and varlen (padded) positions, and now and then NaN/inf.
+// KernelCase: a generated attention call covering DESIGN.md section 3, biased towards the
+// boundaries where kernels break:
+//   - sizes: batch 1..3; GQA groups 1..8 and across the flash kernel's 48-row blocks (16, 49);
+//     head dims 1..256 at and around every vector width (4, 8, 16 floats) and its tails;
+//     Sq = 1 (decode) and prefill rows around the 48-row block; Skv at multiples of the
+//     32-key tile and +-1, around the 512-key split threshold, and at W - 1, W, W + 1 for a
+//     window W;
+//   - features: custom scale, softcap, ALiBi, causal, sliding window, additive masks (random,
+//     leading tiles removed, whole rows removed, only one tile allowed, +inf / NaN entries),
+//     default / ring-cache (slot order) / varlen (padded) positions, strided inputs;
+//   - values: unit scale, large (f16 dot overflow, huge scores), and special-value patterns:
+//     a few NaN / +-inf elements, a whole query row, a whole tile of keys or values.
+// Every feature is its own draw that shrinks towards "off", and every size towards its
+// smallest value, independently: a shrunk counterexample keeps only what the failure needs.
 //
 // The same data exists twice: as the reference's AttentionProblem (values as floats, exact)
-// and as TensorSpecs the kernels get as strided tensors.
+// and as TensorSpecs the kernels get as strided tensors. `notes` says in words what the
+// special patterns are, for the counterexample.
 #ifndef KVCHECK_PROPERTIES_KERNEL_CASE_H_
 #define KVCHECK_PROPERTIES_KERNEL_CASE_H_
 
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "properties/tensor_spec.h"
@@ -27,6 +38,9 @@ struct KernelCase {
   reference::AttentionProblem problem;
   TensorSpec q, k, v;          // (B, H, Sq, D), (B, KH, Skv, D) x2, in problem.output_dtype
   std::optional<TensorSpec> mask;
+  float amplitude = 1.0f;           // q and k values lie in [-2 amplitude, 2 amplitude]
+  std::vector<std::string> notes;   // the special-value and mask patterns, in words
+  std::vector<int64_t> focus_rows;  // rows the patterns aim at: always checked
 };
 
 struct KernelInputs {
@@ -46,15 +60,22 @@ void SetRingPositions(reference::AttentionProblem& p, int64_t appended);
 void SetVarlenPositions(reference::AttentionProblem& p, absl::Span<const int64_t> lengths);
 
 // Generated cases; `max_kv_len` bounds Skv.
-rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len = 300);
+rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len = 600);
 
 // The tensors and parameters a kernel gets for `c`.
 absl::StatusOr<KernelInputs> MakeKernelInputs(const KernelCase& c);
 
 // Limits the reference to a sample of rows when the case is large (the exact reference costs
-// about rows x Skv x (D + 40) multiprecision operations), always keeping the last query row.
+// about rows x Skv x (D + 40) operations), always keeping the last query row and the rows the
+// case's patterns aim at.
 void SampleCheckedRows(KernelCase& c, int64_t budget);
 
+// One query row of `p` for a failure message: its position and q, the keys it may see with
+// their positions, k, v and mask values (the first and last few when there are many), and
+// which of those inputs are NaN or infinite. `row` is the flat (b * H + h) * Sq + i.
+std::string DescribeRow(const reference::AttentionProblem& p, int64_t row);
+
+// Every parameter labelled, the special-value patterns in words, the values when few.
 void showValue(const KernelCase& c, std::ostream& os);
 
 }  // namespace kvcheck::properties

@@ -75,6 +75,7 @@ AttentionComparison CompareAttention(absl::Span<const float> actual,
     }
     if (Satisfies(expectation, actual[e], exact, bound)) continue;
     if (result.violations++ == 0) {
+      result.first_violation_element = static_cast<int64_t>(e);
       result.first_violation = absl::StrFormat(
           "%s: expected %s, actual %.9g, exact %.17g, bound %.3g (error %.3g)",
           IndexString(static_cast<int64_t>(e), shape), ExpectationName(expectation), actual[e],

@@ -35,6 +35,7 @@ struct AttentionComparison {
   int64_t not_checked = 0;     // elements of rows the reference left out
   RatioStats ratios;           // |actual - exact| / bound over kBounded elements
   std::string first_violation; // index, expectation, actual, exact and bound of the first one
+  int64_t first_violation_element = -1;  // its flat index in (B, H, Sq, D)
   bool ok() const { return violations == 0; }
 };
 
