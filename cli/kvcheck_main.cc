@@ -189,13 +189,6 @@ int Run() {
         std::printf("%-40s %-52s %s\n", defect.name, "(needs the decoders)", "pending");
         continue;
       }
-      if (defect.killer == defects::Killer::kAddressSanitizer) {
-        // An out-of-bounds write cannot be observed safely in this process; it is killed by
-        // //defects:oob_defect_asan_test (linked with AddressSanitizer) and the cache fuzzer.
-        std::printf("%-40s %-52s %s\n", defect.name, "(//defects:oob_defect_asan_test)",
-                    "ASan only");
-        continue;
-      }
       properties::RunOptions kill_options = options;
       kill_options.progress = nullptr;
       const defects::KillResult result = defects::RunKill(defect, kill_options);

@@ -100,10 +100,12 @@ absl::Status CandlePreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   KV_RETURN_IF_ERROR(AppendHalf(v_buffer_, v_length_, v));
   v_length_ += v.dim(2);
   high_water_ = std::max(high_water_, k_length_);
+  counters_.bytes_held =
+      (k_buffer_.num_elements() + v_buffer_.num_elements()) * DTypeSize(k.dtype());
   return absl::OkStatus();
 }
 
-CacheView CandlePreallocCache::DoView() const {
+absl::StatusOr<CacheView> CandlePreallocCache::DoView() const {
   const int64_t length = defect_ == PreallocDefect::kResetKeepsStaleRows
                              ? std::min(high_water_, k_buffer_.dim(2))
                              : k_length_;
@@ -123,6 +125,7 @@ void CandlePreallocCache::DoReset() {
   v_buffer_ = Tensor();
   capacity_ = 0;
   high_water_ = 0;
+  counters_.bytes_held = 0;
 }
 
 }  // namespace kvcheck::defects

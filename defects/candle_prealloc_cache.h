@@ -46,7 +46,7 @@ class CandlePreallocCache : public KvCache {
   CandlePreallocCache(const CandlePreallocCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   // candle's Cache::append for one half: grow, then slice_set at `length`.

@@ -40,6 +40,7 @@ absl::Status CandleRingCache::DoAppend(const Tensor& k, const Tensor& v,
   }
   k_chunk_ = Tensor();
   v_chunk_ = Tensor();
+  counters_.bytes_held = 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
   const int64_t total = current + seq;
   if (seq >= W) {
     // candle: the chunk's last W rows go to slots 0..W-1 in time order, offset = 0.
@@ -79,7 +80,7 @@ absl::Status CandleRingCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-CacheView CandleRingCache::DoView() const {
+absl::StatusOr<CacheView> CandleRingCache::DoView() const {
   CacheView view;
   if (k_chunk_.rank() == 4) {
     view.k = k_chunk_;
@@ -100,6 +101,7 @@ void CandleRingCache::DoReset() {
   offset_ = 0;
   k_buffer_ = v_buffer_ = k_chunk_ = v_chunk_ = Tensor();
   reported_positions_.clear();
+  counters_.bytes_held = 0;
 }
 
 }  // namespace kvcheck::defects

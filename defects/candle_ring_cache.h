@@ -29,14 +29,14 @@ class CandleRingCache : public KvCache {
 
   const char* name() const override;
   std::unique_ptr<KvCache> Fork() const override;
-  int64_t capacity() const override { return window_; }
+  int64_t capacity() const override { return k_buffer_.rank() == 4 ? window_ : 0; }
 
  private:
   CandleRingCache(RingDefect defect, int64_t window) : defect_(defect), window_(window) {}
   CandleRingCache(const CandleRingCache& other);
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   RingDefect defect_;

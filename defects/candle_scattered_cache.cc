@@ -28,6 +28,7 @@ absl::Status CandleScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
     const int64_t dims[] = {shape.batch, shape.num_kv_heads, context_, shape.head_dim};
     KV_ASSIGN_OR_RETURN(k_buffer_, Tensor::Zeros(shape.dtype, dims));
     KV_ASSIGN_OR_RETURN(v_buffer_, Tensor::Zeros(shape.dtype, dims));
+    counters_.bytes_held = 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
   }
   // The defect: with S >= C nothing is written, yet the base class advances the rows.
   if (k.dim(2) >= context_) return absl::OkStatus();
@@ -41,7 +42,7 @@ absl::Status CandleScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-CacheView CandleScatteredCache::DoView() const {
+absl::StatusOr<CacheView> CandleScatteredCache::DoView() const {
   const int64_t batch = shape()->batch;
   int64_t visible = 0;
   for (int64_t b = 0; b < batch; ++b) visible = std::max(visible, std::min(row_seq_len(b), context_));
@@ -57,6 +58,9 @@ CacheView CandleScatteredCache::DoView() const {
   return view;
 }
 
-void CandleScatteredCache::DoReset() { k_buffer_ = v_buffer_ = Tensor(); }
+void CandleScatteredCache::DoReset() {
+  k_buffer_ = v_buffer_ = Tensor();
+  counters_.bytes_held = 0;
+}
 
 }  // namespace kvcheck::defects

@@ -22,7 +22,7 @@ class CandleScatteredCache : public KvCache {
 
   const char* name() const override { return "scattered_long_prompt_skips_write"; }
   std::unique_ptr<KvCache> Fork() const override;
-  int64_t capacity() const override { return context_; }
+  int64_t capacity() const override { return k_buffer_.rank() == 4 ? context_ : 0; }
   bool supports_inactive_rows() const override { return true; }
 
  private:
@@ -30,7 +30,7 @@ class CandleScatteredCache : public KvCache {
   CandleScatteredCache(const CandleScatteredCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   int64_t context_;

@@ -13,7 +13,6 @@ namespace kvcheck::defects {
 properties::PropertySpec KillingProperty(const Defect& defect) {
   switch (defect.killer) {
     case Killer::kCacheStateMachine:
-    case Killer::kAddressSanitizer:
       return properties::CacheStateMachineProperty(defect.strategy, defect.dtype,
                                                    kStateMachineBudget, nullptr);
     case Killer::kGrowthLaw: {

@@ -5,6 +5,7 @@
 #include "defects/candle_scattered_cache.h"
 #include "defects/defective_attention.h"
 #include "defects/defective_generator.h"
+#include "defects/defective_paged_cache.h"
 #include "defects/raw_interleaved_cache.h"
 
 namespace kvcheck::defects {
@@ -18,6 +19,11 @@ absl::StatusOr<std::unique_ptr<KvCache>> MakePrealloc(const CacheConfig& config)
 template <RingDefect kDefect>
 absl::StatusOr<std::unique_ptr<KvCache>> MakeRing(const CacheConfig& config) {
   return CandleRingCache::Create(kDefect, config);
+}
+
+template <PagedDefect kDefect>
+absl::StatusOr<std::unique_ptr<KvCache>> MakePaged(const CacheConfig& config) {
+  return DefectivePagedCache::Create(kDefect, config);
 }
 
 template <AttentionDefect kDefect>
@@ -99,8 +105,10 @@ const Defect kDefects[] = {
     {"interleaved_zero_capacity_oob",
      "seed 000 (RawInterleavedKvCache::new(3, 64, 0) panics: range end index 64 out of range)",
      "The buffer doubles when full; 0 doubles to 0 and the position is written past the end of "
-     "the allocation: an out-of-bounds heap write in C++.",
-     DefectKind::kCache, Killer::kAddressSanitizer, DType::kF32,
+     "the allocation: an out-of-bounds heap write in C++ (the case's child process crashes, or "
+     "reports capacity 0 for a non-empty cache; //defects:oob_defect_asan_test shows the "
+     "AddressSanitizer report).",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      CacheStrategy{"interleaved_zero_capacity_oob", "0 doubles to 0", {0, 0}, false, true, false,
                    &RawInterleavedCache::Create},
      nullptr, nullptr},
@@ -127,6 +135,30 @@ const Defect kDefects[] = {
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
      CacheStrategy{"scattered_long_prompt_skips_write", "long prompt not written", {0, 8}, true,
                    true, true, &CandleScatteredCache::Create},
+     nullptr, nullptr},
+    {"paged_block_boundary_off_by_one",
+     "a classic block-table mistake: blocks for n tokens counted as n / block_size",
+     "The partial last block is never allocated: the first token past a block boundary has no "
+     "block, and the cache's own table-bounds check aborts the process.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     CacheStrategy{"paged_block_boundary_off_by_one", "partial block not allocated", {0, 0}, false,
+                   true, true, &MakePaged<PagedDefect::kBlockBoundaryOffByOne>},
+     nullptr, nullptr},
+    {"paged_shared_block_written_in_place",
+     "copy-on-write forgotten for the partial block shared after a fork (beam search, prefix "
+     "sharing)",
+     "After Fork both caches write the shared partial last block: each overwrites the other's "
+     "newest tokens.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     CacheStrategy{"paged_shared_block_written_in_place", "no copy-on-write per block", {0, 0},
+                   false, true, true, &MakePaged<PagedDefect::kSharedBlockWrittenInPlace>},
+     nullptr, nullptr},
+    {"paged_reset_keeps_block_table", "reset clears the lengths but not the block table",
+     "After Reset the cache still holds (and reports capacity for) every old block; with the "
+     "same shape the contents even look right, since positions restart at 0.",
+     DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
+     CacheStrategy{"paged_reset_keeps_block_table", "reset keeps the block table", {0, 0}, false,
+                   true, true, &MakePaged<PagedDefect::kResetKeepsBlockTable>},
      nullptr, nullptr},
     {"attention_no_rescale", "online softmax (candle online_softmax_step, written wrong)",
      "When the running max grows, the accumulator is not scaled by exp(m_old - m_new).",
@@ -191,8 +223,6 @@ const char* KillerName(Killer killer) {
       return "growth law";
     case Killer::kKernelLaws:
       return "kernel laws";
-    case Killer::kAddressSanitizer:
-      return "state machine under ASan";
     case Killer::kGenerationLaws:
       return "generation laws";
     case Killer::kPending:

@@ -26,7 +26,6 @@ enum class Killer {
   kCacheStateMachine,  // cache/<defect>/<dtype> state machine
   kGrowthLaw,          // cache/<defect>/growth_law
   kKernelLaws,         // attention kernel vs the reference on generated cases
-  kAddressSanitizer,   // an out-of-bounds write: the state machine under ASan (death test)
   kGenerationLaws,     // generation/<defect> (cached == recomputation, or reset law)
   kPending,            // not implemented yet
 };

@@ -44,6 +44,7 @@ absl::Status RawInterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
         capacity_ = doubled;
       }
     }
+    counters_.bytes_held = buffer_.num_elements() * size;
     // Write position `length` of every batch row with raw copies, as candle's slice copy
     // does; at capacity 0 this writes past the allocation (AddressSanitizer reports it).
     for (int64_t b = 0; b < shape.batch; ++b) {
@@ -62,12 +63,15 @@ absl::Status RawInterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-CacheView RawInterleavedCache::DoView() const {
+absl::StatusOr<CacheView> RawInterleavedCache::DoView() const {
   const Tensor used = buffer_.Narrowed(1, 0, std::min(seq_len(), capacity_));
   return CacheView{InterleavedHalf(used, /*is_value=*/false), InterleavedHalf(used, /*is_value=*/true),
                    {}};
 }
 
-void RawInterleavedCache::DoReset() { buffer_ = Tensor(); }
+void RawInterleavedCache::DoReset() {
+  buffer_ = Tensor();
+  counters_.bytes_held = 0;
+}
 
 }  // namespace kvcheck::defects

@@ -22,14 +22,14 @@ class RawInterleavedCache : public KvCache {
 
   const char* name() const override { return "interleaved_zero_capacity_oob"; }
   std::unique_ptr<KvCache> Fork() const override;
-  int64_t capacity() const override { return capacity_; }
+  int64_t capacity() const override { return buffer_.rank() == 4 ? capacity_ : 0; }
 
  private:
   explicit RawInterleavedCache(int64_t initial_capacity) : capacity_(initial_capacity) {}
   RawInterleavedCache(const RawInterleavedCache& other);
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   int64_t capacity_;   // positions the buffer holds (candle: max_seq, doubled when full)

@@ -101,9 +101,10 @@ TensorSpec CacheInput(FuzzedDataProvider& in, DType dtype, const std::vector<int
 void CheckAll(const Run& run, int acted) {
   for (size_t i = 0; i < run.branches.size(); ++i) {
     const Branch& branch = run.branches[i];
-    const std::string mismatch =
-        properties::DescribeViewMismatch(branch.cache->View(), branch.model, run.dtype,
-                                         run.strategy->per_row, absl::StrCat("branch ", i));
+    const absl::StatusOr<CacheView> view = branch.cache->View();
+    if (!view.ok()) run.Fail(absl::StrCat("branch ", i, " View failed: ", view.status().ToString()));
+    const std::string mismatch = properties::DescribeViewMismatch(
+        *view, branch.model, run.dtype, run.strategy->per_row, absl::StrCat("branch ", i));
     if (!mismatch.empty()) run.Fail(mismatch);
     const int64_t rows = branch.model.shape().has_value() ? branch.model.shape()->batch : 1;
     for (int64_t b = 0; b < rows; ++b) {

@@ -28,17 +28,17 @@ AttentionProblem GenShapeAndFeatures(int64_t max_kv_len, bool features) {
   p.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64);
   p.q_len = *Uniform<int64_t>(1, 4);
   p.kv_len = *Uniform<int64_t>(0, max_kv_len + 1);
-  if (*Uniform(0, 4) == 0) p.scale = *rc::gen::element(1.0f, 0.125f, 0.3f);
+  if (Sometimes(25)) p.scale = *rc::gen::element(1.0f, 0.125f, 0.3f);
   if (!features) return p;
-  if (*Uniform(0, 4) == 0) p.softcap = *rc::gen::element(1.0f, 5.0f, 30.0f, 50.0f);
-  if (*Uniform(0, 4) == 0) {
+  if (Sometimes(25)) p.softcap = *rc::gen::element(1.0f, 5.0f, 30.0f, 50.0f);
+  if (Sometimes(25)) {
     for (int64_t h = 0; h < p.num_heads; ++h) {
       p.alibi_slopes.push_back(std::ldexp(1.0f, -static_cast<int>(h + 1)));
     }
   }
-  p.causal = *Uniform(0, 2) == 0;
-  if (*Uniform(0, 4) == 0) p.window = *Uniform<int64_t>(1, 8);
-  if (*Uniform(0, 4) == 0) {
+  p.causal = Sometimes(50);
+  if (Sometimes(25)) p.window = *Uniform<int64_t>(1, 8);
+  if (Sometimes(25)) {
     p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
     p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
     p.mask = Values(p.mask_batch * p.mask_heads * p.q_len * p.kv_len,

@@ -41,7 +41,9 @@ void Attend::run(const Model& m, Sut& sut) const {
   const reference::CacheShape& shape = *branch.shape();
   const int64_t B = shape.batch, D = shape.head_dim, group = m.query_group;
   const int64_t H = shape.num_kv_heads * group;
-  const CacheView view = sut.caches[branch_]->View();
+  const absl::StatusOr<CacheView> viewed = sut.caches[branch_]->View();
+  if (!viewed.ok()) RC_FAIL(absl::StrCat("View failed: ", viewed.status().ToString()));
+  const CacheView& view = *viewed;
   // The queries are the newest q_len tokens of each row (bottom-right alignment).
   AttentionParams params;
   params.causal = true;

@@ -66,18 +66,58 @@ std::string DescribeViewMismatch(const CacheView& view, const reference::CacheMo
   return "";
 }
 
+// The capacity() contract (kv_cache.h) and the storage accounting: nothing held before the
+// first append or after Reset; the window for window strategies, at least every row's
+// length otherwise; at least the visible tokens' bytes held.
+void CheckCapacityAndHeldBytes(const CacheMachineModel& model, const KvCache& cache,
+                               const reference::CacheModel& branch, int index) {
+  const int64_t capacity = cache.capacity();
+  const int64_t held = cache.counters().bytes_held;
+  if (!branch.shape().has_value()) {
+    if (capacity != 0 || held != 0) {
+      RC_FAIL(absl::StrCat("branch ", index, " holds nothing (constructed or reset) but reports "
+                           "capacity ", capacity, " and ", held, " bytes held"));
+    }
+    return;
+  }
+  const reference::CacheShape& shape = *branch.shape();
+  int64_t shortest = INT64_MAX, visible = 0;
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    shortest = std::min(shortest, branch.appended(b));
+    visible += branch.visible_count(b);
+  }
+  if (model.strategy->windowed && capacity != model.window()) {
+    RC_FAIL(absl::StrCat("branch ", index, " of a window-", model.window(),
+                         " strategy reports capacity ", capacity));
+  }
+  if (!model.strategy->windowed && capacity < shortest) {
+    RC_FAIL(absl::StrCat("branch ", index, " reports capacity ", capacity, " below its rows' ",
+                         "length ", shortest));
+  }
+  const int64_t visible_bytes =
+      2 * visible * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
+  if (held < visible_bytes) {
+    RC_FAIL(absl::StrCat("branch ", index, " reports ", held, " bytes held for ",
+                         visible_bytes, " bytes of visible tokens"));
+  }
+}
+
 void CheckMachine(const CacheMachineModel& model, const CacheMachineSut& sut, int acted) {
   RC_ASSERT(sut.caches.size() == model.branches.size());
   for (size_t i = 0; i < model.branches.size(); ++i) {
     const KvCache& cache = *sut.caches[i];
     const reference::CacheModel& branch = model.branches[i].model;
-    const std::string mismatch = DescribeViewMismatch(
-        cache.View(), branch, model.dtype, model.strategy->per_row, absl::StrCat("branch ", i));
+    const absl::StatusOr<CacheView> view = cache.View();
+    if (!view.ok()) RC_FAIL(absl::StrCat("branch ", i, " View failed: ", view.status().ToString()));
+    const std::string mismatch = DescribeViewMismatch(*view, branch, model.dtype,
+                                                      model.strategy->per_row,
+                                                      absl::StrCat("branch ", i));
     if (!mismatch.empty()) RC_FAIL(mismatch);
     const int64_t rows = branch.shape().has_value() ? branch.shape()->batch : 1;
     for (int64_t b = 0; b < rows; ++b) {
       RC_ASSERT(cache.row_seq_len(b) == branch.appended(b));
     }
+    CheckCapacityAndHeldBytes(model, cache, branch, static_cast<int>(i));
     // Clone law (and view stability): saved views keep their bits.
     const std::optional<SavedView>& saved = sut.last_views[i];
     const bool own_slots_reused = model.strategy->windowed && static_cast<int>(i) == acted;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "properties/case_isolation.h"
 #include "properties/generators.h"
+#include "properties/storage_budget_property.h"
 #include "rapidcheck.h"
 #include "src/cache/registry.h"
 
@@ -20,7 +21,7 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
         // The appends: mostly decode steps, some prefill chunks, until `target` tokens.
         std::vector<int64_t> chunks;
         for (int64_t total = 0; total < target; total += chunks.back()) {
-          chunks.push_back(*Uniform(0, 4) == 0 ? *Uniform<int64_t>(1, 65) : 1);
+          chunks.push_back(Sometimes(25) ? *Uniform<int64_t>(1, 65) : 1);
         }
         RunIsolated([&] {
           absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(config);
@@ -57,6 +58,9 @@ std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats) {
     if (strategy.amortized_growth && !strategy.windowed) {
       properties.push_back(GrowthLawProperty(strategy));
     }
+  }
+  for (const CacheStrategy& strategy : CacheStrategies()) {
+    properties.push_back(StorageBudgetProperty(strategy));
   }
   return properties;
 }

@@ -17,7 +17,8 @@ namespace kvcheck::properties {
 using CacheMachineStatsMap = std::map<std::string, CacheMachineStats>;
 
 // Every strategy x dtype state machine (recording into *stats), then the growth law of each
-// strategy whose buffers grow (amortised growth, not a fixed window).
+// strategy whose buffers grow (amortised growth, not a fixed window), then the storage budget
+// law of every strategy (storage_budget_property.h).
 std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats);
 
 // Growth law for one strategy ("cache/<name>/growth_law"): over long sequences of appends of

@@ -51,7 +51,7 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
     m.width = m.num_heads * *rc::gen::element<int64_t>(2, 4, 6, 8);
     m.num_layers = *Uniform<int64_t>(1, 4);
     m.mlp_hidden = m.kind == DecoderKind::kGpt2 ? 4 * m.width : *Uniform<int64_t>(4, 49);
-    if (m.kind == DecoderKind::kLlama && *Uniform(0, 2) == 0) {
+    if (m.kind == DecoderKind::kLlama && Sometimes(50)) {
       m.sliding_window = *Uniform<int64_t>(1, 8);
     }
     c.weight_seed = *rc::gen::arbitrary<uint64_t>();

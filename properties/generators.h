@@ -22,6 +22,11 @@ rc::Gen<T> Uniform(T lo, T hi) {
   return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
 }
 
+// True `percent`% of the time; shrinks to false. For optional features, so that a shrunk
+// counterexample keeps only the features the failure needs (a draw that makes a feature
+// *on* when it is 0 would shrink every feature on).
+inline bool Sometimes(int percent) { return *Uniform(0, 100) >= 100 - percent; }
+
 // Which values an element may take.
 enum class Values {
   kSmallIntegers,  // exact in every dtype; sums are exact too (for bit-exact laws)

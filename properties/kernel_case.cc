@@ -22,9 +22,6 @@ constexpr int64_t kTile = 32;
 // Kernel work per case (rows x keys x D) above which the prefill rows are cut down.
 constexpr int64_t kWorkBudget = 12'000'000;
 
-// True `percent`% of the time; shrinks to false (the feature off).
-bool Sometimes(int percent) { return *Uniform(0, 100) >= 100 - percent; }
-
 // A length: one of `edges` (ascending, so it shrinks to the smallest) or, half the time,
 // uniform in [lo, hi].
 int64_t LengthNear(std::vector<int64_t> edges, int64_t lo, int64_t hi) {

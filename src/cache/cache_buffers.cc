@@ -4,7 +4,9 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "src/base/check.h"
+#include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/strided_loop.h"
@@ -18,6 +20,37 @@ absl::StatusOr<Tensor> AllocateBuffer(DType dtype, absl::Span<const int64_t> sha
   if (KVCHECK_POISON_UNUSED) FillNaN(buffer);
   counters.bytes_allocated += buffer.num_elements() * DTypeSize(dtype);
   return buffer;
+}
+
+namespace {
+
+absl::Status OverBudget(const char* strategy, std::optional<int64_t> bytes, int64_t budget) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      strategy, ": the cache would hold ",
+      bytes.has_value() ? absl::StrCat(*bytes, " bytes") : std::string("more than 2^63 bytes"),
+      " of buffers, over its storage budget of ", budget, " bytes"));
+}
+
+}  // namespace
+
+absl::Status CheckStorageBudget(const char* strategy, std::optional<int64_t> bytes,
+                                int64_t budget) {
+  if (bytes.has_value() && *bytes <= budget) return absl::OkStatus();
+  return OverBudget(strategy, bytes, budget);
+}
+
+int64_t SlotBytes(const KvShape& shape) {
+  // Validated shapes of an existing input: B * KH * D elements fit (they were allocated).
+  return 2 * shape.batch * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
+}
+
+absl::StatusOr<int64_t> GrownCapacity(const char* strategy, int64_t capacity, int64_t initial,
+                                      int64_t needed, int64_t slot_bytes, int64_t budget) {
+  int64_t grown = capacity == 0 ? std::max(initial, needed)
+                                : std::max(needed, capacity > INT64_MAX / 2 ? needed : 2 * capacity);
+  const int64_t affordable = budget / slot_bytes;
+  if (needed > affordable) return OverBudget(strategy, CheckedMul(needed, slot_bytes), budget);
+  return std::min(grown, affordable);
 }
 
 void FillNaN(const Tensor& view) {

@@ -5,6 +5,7 @@
 #define KVCHECK_SRC_CACHE_CACHE_BUFFERS_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -25,6 +26,25 @@ absl::StatusOr<Tensor> AllocateBuffer(DType dtype, absl::Span<const int64_t> sha
 
 // Sets every element of `view` to NaN (through shared storage).
 void FillNaN(const Tensor& view);
+
+// The storage budget (CacheConfig::max_bytes) is one number per cache for every buffer it
+// holds, so that a cache of many small blocks reaches it like one of a single big buffer.
+// Strategies compute what they would hold after an operation and check it first.
+//
+// Checks that holding `bytes` bytes (nullopt: the count overflowed) stays within `budget`.
+// Errors: kResourceExhausted naming the strategy, the bytes and the budget.
+absl::Status CheckStorageBudget(const char* strategy, std::optional<int64_t> bytes,
+                                int64_t budget);
+
+// Bytes one token slot takes in a cache's K and V buffers: 2 * B * KH * D * element size.
+int64_t SlotBytes(const KvShape& shape);
+
+// The capacity (slots per row) a growing buffer moves to when `needed` slots do not fit in
+// `capacity`: max(initial, needed) on the first allocation (capacity 0), else
+// max(needed, 2 * capacity) (geometric: amortised O(1) copying), clamped to the slots the
+// budget allows. Errors: kResourceExhausted if even `needed` slots exceed the budget.
+absl::StatusOr<int64_t> GrownCapacity(const char* strategy, int64_t capacity, int64_t initial,
+                                      int64_t needed, int64_t slot_bytes, int64_t budget);
 
 // The position held by ring slot `slot` once `length` >= window tokens were appended: the
 // unique p in [length - window, length) with p % window == slot.
@@ -56,10 +76,14 @@ void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot);
 void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
                     int64_t window);
 
-// Copy-on-write flag behind cheap Forks. Fork marks both caches (the original through a
-// mutable member, since Fork is const); the next write of either first copies the buffers.
-// A reference count would not do: once the original resets, the fork would hold the only
-// reference and write in place, changing views the original returned before the fork.
+// Copy-on-write flag behind cheap Forks, for strategies whose views share the cache's
+// buffers. Fork marks both caches (the original through a mutable member, since Fork is
+// const); the next write of either first copies the buffers. A reference count would not do
+// for them: once the original resets, the fork would hold the only reference and write in
+// place, changing views the original returned before the fork. A reference count does do
+// when the returned views are copies (the paged cache gathers its blocks into new tensors):
+// then nothing outside the caches can see a buffer, and a block whose count is 1 is the
+// writer's alone (paged_cache.h copies on write per block that way).
 class CopyOnWrite {
  public:
   void MarkShared() const { shared_ = true; }

@@ -13,6 +13,9 @@ struct CacheConfig {
   // Window / context size W for sliding-window strategies (ring, scattered); must be >= 1
   // there, ignored elsewhere.
   int64_t window = 0;
+  // The most bytes the cache's buffers may hold at once (K and V, all blocks; a buffer
+  // shared with a fork counts in both). 0: the storage limit (src/tensor/storage.h).
+  int64_t max_bytes = 0;
 };
 
 }  // namespace kvcheck

@@ -26,13 +26,14 @@ class ConcatCache : public KvCache {
   int64_t capacity() const override { return seq_len(); }
 
  private:
-  ConcatCache() = default;
+  explicit ConcatCache(int64_t budget) : budget_(budget) {}
   ConcatCache(const ConcatCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
+  int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
   Tensor k_;
   Tensor v_;
 };

@@ -33,7 +33,8 @@ absl::StatusOr<std::unique_ptr<KvCache>> InterleavedCache::Create(const CacheCon
         "interleaved: initial capacity ", config.initial_capacity, " is outside [0, ",
         kMaxSequenceLength, "]"));
   }
-  return std::unique_ptr<KvCache>(new InterleavedCache(config.initial_capacity));
+  return std::unique_ptr<KvCache>(
+      new InterleavedCache(config.initial_capacity, StorageBudget(config)));
 }
 
 std::unique_ptr<KvCache> InterleavedCache::Fork() const {
@@ -61,11 +62,12 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   int64_t capacity = capacity_;
   CacheCounters counters = counters_;
   const bool grow = capacity_ == 0 || needed > capacity_;
+  const int64_t slot_bytes = cache_internal::SlotBytes(shape);
   if (grow || share_.shared()) {
-    if (capacity_ == 0) {
-      capacity = std::max(initial_capacity_, needed);
-    } else if (grow) {
-      capacity = std::max(needed, 2 * capacity_);
+    if (grow) {
+      KV_ASSIGN_OR_RETURN(capacity, cache_internal::GrownCapacity(name(), capacity_,
+                                                                 initial_capacity_, needed,
+                                                                 slot_bytes, budget_));
     }
     const int64_t dims[] = {shape.batch, capacity, shape.num_kv_heads, 2 * shape.head_dim};
     KV_ASSIGN_OR_RETURN(target, AllocateBuffer(shape.dtype, dims, counters));
@@ -83,10 +85,11 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   buffer_ = std::move(target);
   capacity_ = capacity;
   counters_ = counters;
+  counters_.bytes_held = capacity * slot_bytes;
   return absl::OkStatus();
 }
 
-CacheView InterleavedCache::DoView() const {
+absl::StatusOr<CacheView> InterleavedCache::DoView() const {
   const int64_t length = seq_len();
   return CacheView{InterleavedHalf(buffer_, /*is_value=*/false).Narrowed(2, 0, length),
                    InterleavedHalf(buffer_, /*is_value=*/true).Narrowed(2, 0, length), {}};
@@ -97,6 +100,7 @@ Tensor InterleavedCache::InterleavedView() const { return buffer_.Narrowed(1, 0,
 void InterleavedCache::DoReset() {
   buffer_ = Tensor();
   capacity_ = 0;
+  counters_.bytes_held = 0;
   share_.Clear();
 }
 

@@ -35,14 +35,16 @@ class InterleavedCache : public KvCache {
   Tensor InterleavedView() const;
 
  private:
-  explicit InterleavedCache(int64_t initial_capacity) : initial_capacity_(initial_capacity) {}
+  InterleavedCache(int64_t initial_capacity, int64_t budget)
+      : initial_capacity_(initial_capacity), budget_(budget) {}
   InterleavedCache(const InterleavedCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   int64_t initial_capacity_;
+  int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
   int64_t capacity_ = 0;
   Tensor buffer_;  // (B, capacity, KH, 2D)
   cache_internal::CopyOnWrite share_;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/tensor/storage.h"
 
 namespace kvcheck {
 namespace {
@@ -62,7 +63,7 @@ absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v
     }
   }
   if (seq == 0) {
-    if (shape_.has_value()) return DoView();
+    if (shape_.has_value()) return DoView();  // nothing changed: a failure changes nothing
     CacheView empty;
     KV_ASSIGN_OR_RETURN(empty.k, Tensor::Zeros(input.dtype, {input.batch, input.num_kv_heads,
                                                              0, input.head_dim}));
@@ -81,6 +82,8 @@ absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v
     }
     return status;
   }
+  const std::vector<int64_t> lengths_before = row_lengths_;
+  const CacheCounters counters_before = counters_;
   int64_t active_rows = 0;
   for (int64_t b = 0; b < input.batch; ++b) {
     if (active.empty() || active[b]) {
@@ -90,12 +93,27 @@ absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v
   }
   counters_.bytes_appended +=
       2 * active_rows * input.num_kv_heads * seq * input.head_dim * DTypeSize(input.dtype);
+  absl::StatusOr<CacheView> view = DoView();
+  if (!view.ok()) {
+    // Only strategies that never overwrite a visible token may fail here (kv_cache.h): the
+    // written slots lie past the restored lengths, so the cache shows what it showed before.
+    row_lengths_ = lengths_before;
+    counters_ = counters_before;
+    if (first) {
+      shape_.reset();
+      row_lengths_.clear();
+    }
+  }
+  return view;
+}
+
+absl::StatusOr<CacheView> KvCache::View() const {
+  if (!shape_.has_value()) return CacheView{};
   return DoView();
 }
 
-CacheView KvCache::View() const {
-  if (!shape_.has_value()) return CacheView{};
-  return DoView();
+int64_t KvCache::StorageBudget(const CacheConfig& config) {
+  return config.max_bytes > 0 ? config.max_bytes : MaxStorageBytes();
 }
 
 void KvCache::Reset() {

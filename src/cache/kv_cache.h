@@ -20,9 +20,15 @@
 //       kFailedPrecondition B, KH, D or dtype differ from those fixed by the first append;
 //       kUnimplemented      an inactive row for a strategy with one length for all rows;
 //       kOutOfRange         a row would pass kMaxSequenceLength tokens since reset;
-//       kResourceExhausted  a buffer would exceed the storage limit (storage.h).
+//       kResourceExhausted  the cache's buffers would hold more than its storage budget
+//                           (CacheConfig::max_bytes, else the storage limit of storage.h), or
+//                           an allocation failed.
 //   - Growth of preallocated buffers copies amortised O(1) bytes per appended byte; the
 //     counters let properties check it.
+//   - capacity(): the tokens every batch row can hold in the buffers the cache has now,
+//     without allocating: 0 before the first append and after Reset (which releases every
+//     buffer: counters().bytes_held is 0 then), the window W for window strategies, and at
+//     least every row's length otherwise.
 //
 // Returned tensors may be views of the cache's buffers: they stay valid (they share storage),
 // and later appends never change the slots they show, except that a window cache reuses its
@@ -39,6 +45,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "src/cache/cache_config.h"
 #include "src/tensor/tensor.h"
 
 namespace kvcheck {
@@ -73,9 +80,11 @@ struct KvShape {
 
 struct CacheCounters {
   int64_t bytes_allocated = 0;      // every buffer ever allocated, K and V
+  int64_t bytes_held = 0;           // the buffers the cache holds now (shared ones included)
   int64_t bytes_appended = 0;       // input bytes the appends were given (K and V)
   int64_t bytes_growth_copied = 0;  // old contents copied into a grown buffer
-  int64_t bytes_other_copied = 0;   // other copies: concat's cat, copy-on-write after Fork
+  int64_t bytes_other_copied = 0;   // other copies: concat's cat, copy-on-write after Fork,
+                                    // gathering the blocks of a paged view
 };
 
 class KvCache {
@@ -94,7 +103,8 @@ class KvCache {
                                          absl::Span<const bool> active);
 
   // The visible K, V and positions without appending (empty tensors before the first append).
-  CacheView View() const;
+  // Errors: kResourceExhausted where the strategy must allocate to build the view (paged).
+  absl::StatusOr<CacheView> View() const;
 
   virtual std::unique_ptr<KvCache> Fork() const = 0;
   void Reset();
@@ -120,12 +130,17 @@ class KvCache {
   virtual absl::Status DoAppend(const Tensor& k, const Tensor& v,
                                 absl::Span<const bool> active) = 0;
   // The visible set. REQUIRES: shape_ is set.
-  virtual CacheView DoView() const = 0;
+  // May fail (kResourceExhausted) only in a strategy whose DoAppend never overwrites a token
+  // that was visible before (no window): when the view of an append fails, Append restores
+  // the row lengths and counters, so the cache shows exactly what it showed before.
+  virtual absl::StatusOr<CacheView> DoView() const = 0;
   // Drops the buffers (shape_ and row lengths are cleared by Reset itself).
   virtual void DoReset() = 0;
 
   // Row lengths and counters as of the last successful append.
   const std::vector<int64_t>& row_lengths() const { return row_lengths_; }
+  // The storage budget in bytes: config.max_bytes, or the storage limit when that is 0.
+  static int64_t StorageBudget(const CacheConfig& config);
   CacheCounters counters_;
 
  private:

@@ -18,7 +18,8 @@ absl::StatusOr<std::unique_ptr<KvCache>> PreallocCache::Create(const CacheConfig
         "prealloc: initial capacity ", config.initial_capacity, " is outside [0, ",
         kMaxSequenceLength, "]"));
   }
-  return std::unique_ptr<KvCache>(new PreallocCache(config.initial_capacity));
+  return std::unique_ptr<KvCache>(
+      new PreallocCache(config.initial_capacity, StorageBudget(config)));
 }
 
 std::unique_ptr<KvCache> PreallocCache::Fork() const {
@@ -44,10 +45,10 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   // happens on locals; members change only once nothing can fail.
   const bool grow = capacity_ == 0 || needed > capacity_;
   int64_t capacity = capacity_;
-  if (capacity_ == 0) {
-    capacity = std::max(initial_capacity_, needed);
-  } else if (grow) {
-    capacity = std::max(needed, 2 * capacity_);
+  const int64_t slot_bytes = cache_internal::SlotBytes(shape);
+  if (grow) {
+    KV_ASSIGN_OR_RETURN(capacity, cache_internal::GrownCapacity(name(), capacity_, initial_capacity_,
+                                                               needed, slot_bytes, budget_));
   }
   CacheCounters counters = counters_;
   const int64_t dims[] = {shape.batch, shape.num_kv_heads, capacity, shape.head_dim};
@@ -68,10 +69,11 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   v_buffer_ = std::move(v_target);
   capacity_ = capacity;
   counters_ = counters;
+  counters_.bytes_held = capacity * slot_bytes;
   return absl::OkStatus();
 }
 
-CacheView PreallocCache::DoView() const {
+absl::StatusOr<CacheView> PreallocCache::DoView() const {
   const int64_t length = seq_len();
   return CacheView{k_buffer_.Narrowed(2, 0, length), v_buffer_.Narrowed(2, 0, length), {}};
 }
@@ -80,6 +82,7 @@ void PreallocCache::DoReset() {
   k_buffer_ = Tensor();
   v_buffer_ = Tensor();
   capacity_ = 0;
+  counters_.bytes_held = 0;
   share_.Clear();
 }
 

@@ -33,14 +33,16 @@ class PreallocCache : public KvCache {
   int64_t capacity() const override { return capacity_; }
 
  private:
-  explicit PreallocCache(int64_t initial_capacity) : initial_capacity_(initial_capacity) {}
+  PreallocCache(int64_t initial_capacity, int64_t budget)
+      : initial_capacity_(initial_capacity), budget_(budget) {}
   PreallocCache(const PreallocCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   int64_t initial_capacity_;
+  int64_t budget_;        // storage budget in bytes (CacheConfig::max_bytes)
   int64_t capacity_ = 0;  // slots in k_buffer_ / v_buffer_ (0: not allocated)
   Tensor k_buffer_;
   Tensor v_buffer_;

@@ -2,6 +2,7 @@
 
 #include "src/cache/concat_cache.h"
 #include "src/cache/interleaved_cache.h"
+#include "src/cache/paged_cache.h"
 #include "src/cache/prealloc_cache.h"
 #include "src/cache/ring_cache.h"
 #include "src/cache/scattered_cache.h"
@@ -22,6 +23,8 @@ const CacheStrategy kStrategies[] = {
      false, &InterleavedCache::Create},
     {"scattered", "per-row rings, rows advance independently", {0, 8}, true, true, true,
      &ScatteredCache::Create},
+    {"paged", "block table of 16-token blocks, copy-on-write per block, prefix sharing on fork",
+     {0, 0}, false, true, true, &PagedCache::Create},
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
+#include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
@@ -19,7 +20,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& co
     return absl::InvalidArgumentError(absl::StrCat("ring: window ", config.window,
                                                    " is outside [1, ", kMaxSequenceLength, "]"));
   }
-  return std::unique_ptr<KvCache>(new RingCache(config.window));
+  return std::unique_ptr<KvCache>(new RingCache(config.window, StorageBudget(config)));
 }
 
 std::unique_ptr<KvCache> RingCache::Fork() const {
@@ -46,6 +47,8 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
   if (k_buffer_.rank() != 4 || share_.shared()) {
     // First append, or copy-on-write after a Fork: new buffers, built on locals.
     const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
+    KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
+        name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
     KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
     KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
     if (k_buffer_.rank() == 4) {
@@ -61,10 +64,11 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
   counters_ = counters;
+  counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   return absl::OkStatus();
 }
 
-CacheView RingCache::DoView() const {
+absl::StatusOr<CacheView> RingCache::DoView() const {
   const int64_t length = seq_len();
   const int64_t visible = std::min(length, window_);
   CacheView view;
@@ -83,6 +87,7 @@ CacheView RingCache::DoView() const {
 void RingCache::DoReset() {
   k_buffer_ = Tensor();
   v_buffer_ = Tensor();
+  counters_.bytes_held = 0;
   share_.Clear();
 }
 

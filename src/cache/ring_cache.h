@@ -32,14 +32,15 @@ class RingCache : public KvCache {
   int64_t window() const { return window_; }
 
  private:
-  explicit RingCache(int64_t window) : window_(window) {}
+  RingCache(int64_t window, int64_t budget) : window_(window), budget_(budget) {}
   RingCache(const RingCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   int64_t window_;
+  int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
   Tensor k_buffer_;  // (B, KH, W, D) once allocated
   Tensor v_buffer_;
   cache_internal::CopyOnWrite share_;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
+#include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
@@ -19,7 +20,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> ScatteredCache::Create(const CacheConfi
     return absl::InvalidArgumentError(absl::StrCat("scattered: context (window) ", config.window,
                                                    " is outside [1, ", kMaxSequenceLength, "]"));
   }
-  return std::unique_ptr<KvCache>(new ScatteredCache(config.window));
+  return std::unique_ptr<KvCache>(new ScatteredCache(config.window, StorageBudget(config)));
 }
 
 std::unique_ptr<KvCache> ScatteredCache::Fork() const {
@@ -34,6 +35,8 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
   CacheCounters counters = counters_;
   if (k_buffer_.rank() != 4 || share_.shared()) {
     const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
+    KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
+        name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
     KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
     KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
     if (k_buffer_.rank() == 4) {
@@ -53,10 +56,11 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
   k_buffer_ = std::move(k_target);
   v_buffer_ = std::move(v_target);
   counters_ = counters;
+  counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   return absl::OkStatus();
 }
 
-CacheView ScatteredCache::DoView() const {
+absl::StatusOr<CacheView> ScatteredCache::DoView() const {
   const int64_t batch = shape()->batch;
   int64_t visible = 0;
   for (int64_t b = 0; b < batch; ++b) visible = std::max(visible, std::min(row_seq_len(b), window_));
@@ -77,6 +81,7 @@ CacheView ScatteredCache::DoView() const {
 void ScatteredCache::DoReset() {
   k_buffer_ = Tensor();
   v_buffer_ = Tensor();
+  counters_.bytes_held = 0;
   share_.Clear();
 }
 

@@ -35,14 +35,15 @@ class ScatteredCache : public KvCache {
   bool supports_inactive_rows() const override { return true; }
 
  private:
-  explicit ScatteredCache(int64_t window) : window_(window) {}
+  ScatteredCache(int64_t window, int64_t budget) : window_(window), budget_(budget) {}
   ScatteredCache(const ScatteredCache&) = default;
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
-  CacheView DoView() const override;
+  absl::StatusOr<CacheView> DoView() const override;
   void DoReset() override;
 
   int64_t window_;
+  int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
   Tensor k_buffer_;  // (B, KH, W, D) once allocated
   Tensor v_buffer_;
   cache_internal::CopyOnWrite share_;

@@ -145,7 +145,7 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     // no longer holds keys that the chunk's earlier queries need (query p may look back to
     // p - window + 1). Attend over what was visible before the chunk plus the chunk itself,
     // copied before the append can overwrite ring slots; the mask does the windowing.
-    const CacheView before = cache->View();
+    KV_ASSIGN_OR_RETURN(const CacheView before, cache->View());
     if (before.length() > 0) {
       KV_ASSIGN_OR_RETURN(keys, Cat({before.k, k_view}, 2));
       KV_ASSIGN_OR_RETURN(values, Cat({before.v, v_view}, 2));
