@@ -1,9 +1,12 @@
 // The suite's own speed, side by side in one run: a set of properties with a fixed number of
-// cases, run with each case's check in a forked child (the default, case_isolation.h) and in
-// process, and the ratio. The time a case costs decides how many cases the default kvcheck
-// run can afford in its ~3 minutes.
+// cases, run (1) with each case's check in a forked child (the default, case_isolation.h),
+// (2) in process, both with the double-double oracle (the default), and (3) in process with
+// the 50-digit Real oracle; then the fork overhead (1 / 2) and the oracle speed-up (3 / 2).
+// The time a case costs decides how many cases the default kvcheck run affords in ~3 minutes.
 //
 //   bazel run --config=opt //bench:suite_speed_benchmark -- --cases=200 --repetitions=3
+#include <cblas.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -15,12 +18,14 @@
 #include "absl/strings/str_split.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
+#include "reference/reference_attention.h"
 
 ABSL_FLAG(int, cases, 100, "Cases per property and mode.");
 ABSL_FLAG(int, repetitions, 3, "Runs per property and mode (the median is reported).");
 ABSL_FLAG(std::string, properties,
-          "cache/prealloc/f32,cache/ring/bf16,tensor/narrow_matches_model,"
-          "attention/kernels_vs_reference,generation/prealloc",
+          "reference/bound_is_sound,cache/prealloc/f32,cache/ring/bf16,"
+          "tensor/narrow_matches_model,attention/kernels_vs_reference,"
+          "attention/decode_equals_prefill_last_row,generation/prealloc",
           "Comma-separated property names.");
 
 namespace kvcheck::properties {
@@ -43,8 +48,8 @@ int Main() {
   const Suite suite = DefaultSuite();
   const int cases = absl::GetFlag(FLAGS_cases);
   const int repetitions = absl::GetFlag(FLAGS_repetitions);
-  std::printf("%-40s %8s %14s %14s %8s\n", "property", "cases", "fork ms/case",
-              "in-process", "ratio");
+  std::printf("%-40s %6s %13s %13s %13s %9s %9s\n", "property", "cases", "fork ms/case",
+              "in-process", "Real oracle", "fork", "oracle");
   for (const absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_properties), ',')) {
     const PropertySpec* spec = nullptr;
     for (const PropertySpec& candidate : suite.properties) {
@@ -57,11 +62,16 @@ int Main() {
     RunOptions options;
     options.fixed_cases = cases;
     options.isolation.mode = Isolation::kFork;
+    reference::SetDefaultOracle(reference::Oracle::kDoubleDouble);
     const double fork = MedianSeconds(*spec, options, repetitions);
     options.isolation.mode = Isolation::kInProcess;
     const double in_process = MedianSeconds(*spec, options, repetitions);
-    std::printf("%-40s %8d %14.3f %14.3f %7.2fx\n", spec->name.c_str(), cases,
-                1e3 * fork / cases, 1e3 * in_process / cases, fork / in_process);
+    reference::SetDefaultOracle(reference::Oracle::kReal);
+    const double real = MedianSeconds(*spec, options, repetitions);
+    reference::SetDefaultOracle(reference::Oracle::kDoubleDouble);
+    std::printf("%-40s %6d %13.3f %13.3f %13.3f %8.2fx %8.2fx\n", spec->name.c_str(), cases,
+                1e3 * fork / cases, 1e3 * in_process / cases, 1e3 * real / cases,
+                fork / in_process, real / in_process);
     std::fflush(stdout);
   }
   return 0;
@@ -72,5 +82,6 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  openblas_set_num_threads(1);  // as kvcheck runs the suite (cli/kvcheck_main.cc)
   return kvcheck::properties::Main();
 }

@@ -4,6 +4,7 @@
 //   bazel run //cli:kvcheck                       # built-in defaults
 //   bazel run //cli:kvcheck -- --seed=7 --cases=50 --only=tensor/
 //   bazel run //cli:kvcheck -- --reproduce='reproduce=...'   # replay a shrunk failure
+#include <cblas.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "defects/defect_registry.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
+#include "reference/reference_attention.h"
 
 ABSL_FLAG(uint64_t, seed, 20261129, "Base seed; every failure report names it for replay.");
 ABSL_FLAG(int, cases, 0, "Cases per property (0: each property's default).");
@@ -43,6 +45,9 @@ ABSL_FLAG(double, shrink_seconds, 20,
           "case found so far.");
 ABSL_FLAG(int, shrink_attempts, 2000,
           "Shrinking a failure stops after this many candidate cases.");
+ABSL_FLAG(std::string, oracle, "dd",
+          "The reference's number type: dd (double-double, ~106 bits, the fast default) or real "
+          "(50 decimal digits, the cross-check); reference/ERROR_BOUND.md step 6.");
 
 namespace kvcheck {
 namespace {
@@ -120,13 +125,20 @@ int Run() {
                  absl::GetFlag(FLAGS_isolation).c_str());
     return 3;
   }
+  reference::Oracle oracle;
+  if (!reference::ParseOracle(absl::GetFlag(FLAGS_oracle), &oracle)) {
+    std::fprintf(stderr, "kvcheck: --oracle must be dd or real, not '%s'\n",
+                 absl::GetFlag(FLAGS_oracle).c_str());
+    return 3;
+  }
+  reference::SetDefaultOracle(oracle);
   options.isolation.timeout_seconds = absl::GetFlag(FLAGS_case_timeout);
   options.shrink_seconds = absl::GetFlag(FLAGS_shrink_seconds);
   options.shrink_attempts = absl::GetFlag(FLAGS_shrink_attempts);
   const bool interactive = isatty(fileno(stderr));
-  std::printf("kvcheck: %zu properties, seed %llu, isolation %s\n", selected.size(),
+  std::printf("kvcheck: %zu properties, seed %llu, isolation %s, oracle %s\n", selected.size(),
               static_cast<unsigned long long>(options.seed),
-              properties::IsolationName(options.isolation.mode));
+              properties::IsolationName(options.isolation.mode), reference::OracleName(oracle));
   std::fflush(stdout);
 
   std::vector<PropertyOutcome> outcomes;
@@ -171,6 +183,11 @@ int Run() {
     std::printf("\nAttention kernels against the reference (observed error / bound):\n%s",
                 properties::FormatKernelStats(*suite.kernel_stats).c_str());
   }
+  if (!suite.envelope_stats->empty()) {
+    std::printf("\nPrecision envelope against the straightforward f32 baseline (error / allowed; "
+                "above 1 is a precision regression):\n%s",
+                properties::FormatEnvelopeStats(*suite.envelope_stats).c_str());
+  }
   if (suite.soundness->problems > 0) {
     std::printf("\nError-bound tightness (observed error / bound, straightforward f32 "
                 "attention):\n%s",
@@ -205,6 +222,9 @@ int Run() {
 }  // namespace kvcheck
 
 int main(int argc, char** argv) {
+  // The suite's cases are small: OpenBLAS's worker threads (which spin and yield between
+  // products) cost more than they save, and each forked case would start them again.
+  openblas_set_num_threads(1);
   absl::SetProgramUsageMessage(
       "Checks KV-cache strategies and attention kernels against a 50-digit reference.\n"
       "Runs the built-in suite with a fixed seed; every failure prints the seed and a shrunk,\n"

@@ -22,6 +22,9 @@ properties::PropertySpec KillingProperty(const Defect& defect) {
     }
     case Killer::kKernelLaws:
       return properties::KernelLawProperty(defect.name, defect.kernel, kKernelLawBudget);
+    case Killer::kPrecisionEnvelope:
+      return properties::PrecisionEnvelopeLawProperty(defect.name, defect.kernel,
+                                                      kKernelLawBudget);
     case Killer::kGenerationLaws: {
       const properties::GeneratorFactory factory = defect.generator;
       const std::string name = absl::StrCat("generation/", defect.name);

@@ -186,6 +186,14 @@ const Defect kDefects[] = {
      "A row with no allowed key comes out NaN (0 / 0) instead of 0.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kMaskedRowNaN>, nullptr},
+    {"attention_coarse_accumulator",
+     "a precision regression: partial sums kept in a narrower format than f32 (reduced-precision "
+     "accumulators, a bf16 or TF32 path leaking into the reduction)",
+     "The softmax sum and the output accumulator keep 20 significant bits instead of 24: the "
+     "results usually stay within the derived bound, but their errors are about 16x those of "
+     "a straightforward f32 attention.",
+     DefectKind::kAttention, Killer::kPrecisionEnvelope, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kCoarseAccumulator>, nullptr},
     {"decoder_mask_from_zero", "seed 004 exercise: mask sliced from 0, not the position pointer",
      "The causal mask of a chunk starts at row 0 instead of the position pointer: in the cached "
      "path the queries sit at positions 0.. while their keys sit at the pointer, so a decoded "
@@ -223,6 +231,8 @@ const char* KillerName(Killer killer) {
       return "growth law";
     case Killer::kKernelLaws:
       return "kernel laws";
+    case Killer::kPrecisionEnvelope:
+      return "precision envelope";
     case Killer::kGenerationLaws:
       return "generation laws";
     case Killer::kPending:

@@ -26,6 +26,7 @@ enum class Killer {
   kCacheStateMachine,  // cache/<defect>/<dtype> state machine
   kGrowthLaw,          // cache/<defect>/growth_law
   kKernelLaws,         // attention kernel vs the reference on generated cases
+  kPrecisionEnvelope,  // attention kernel vs the straightforward f32 baseline's precision
   kGenerationLaws,     // generation/<defect> (cached == recomputation, or reset law)
   kPending,            // not implemented yet
 };

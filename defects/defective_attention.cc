@@ -9,6 +9,17 @@
 #include "src/tensor/copy_ops.h"
 
 namespace kvcheck::defects {
+namespace {
+
+// x rounded to 20 significant bits (f32 keeps 24): an accumulator 16x less accurate.
+float Coarse(float x) {
+  if (!std::isfinite(x) || x == 0.0f) return x;
+  int exponent;
+  const float mantissa = std::frexp(x, &exponent);  // in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(mantissa, 20)), exponent - 20);
+}
+
+}  // namespace
 
 absl::StatusOr<Tensor> DefectiveAttention(AttentionDefect defect, const Tensor& q,
                                           const Tensor& k, const Tensor& v,
@@ -74,6 +85,10 @@ absl::StatusOr<Tensor> DefectiveAttention(AttentionDefect defect, const Tensor& 
             const float w = std::isinf(score) ? 0.0f : std::exp(score - m);
             l += w;
             for (int64_t d = 0; d < D; ++d) acc[d] += w * vr[d];
+          }
+          if (defect == AttentionDefect::kCoarseAccumulator) {
+            l = Coarse(l);
+            for (int64_t d = 0; d < D; ++d) acc[d] = Coarse(acc[d]);
           }
         }
         float* o = out.data<float>() + ((b * s.num_heads + h) * s.q_len + i) * D;

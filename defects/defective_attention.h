@@ -17,6 +17,7 @@ enum class AttentionDefect {
   kCausalTopLeft,         // default query positions 0..Sq-1 (kv_offset 0), not the newest
   kSoftcapDecodeBias,     // softcap decode adds (kpos - qpos) to every score (slope 1)
   kMaskedRowNaN,          // a row with no allowed key is 0 / 0 = NaN instead of 0
+  kCoarseAccumulator,     // the softmax sum and output accumulator keep 20 significant bits
 };
 
 absl::StatusOr<Tensor> DefectiveAttention(AttentionDefect defect, const Tensor& q,

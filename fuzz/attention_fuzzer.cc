@@ -1,20 +1,20 @@
 // attention: bytes -> one attention call (shapes, GQA, decode or prefill, causal / window /
 // additive mask, ALiBi, softcap, scale, default / ring / varlen positions, strided inputs,
 // f32 / f16 / bf16, values with NaN, infinities, subnormals and huge magnitudes), run through
-// the CPU flash kernel (SIMD and scalar paths, with and without KV splits) and the naive
-// matmul+softmax kernel, each compared with the 50-digit reference within its per-element
-// bound (reference/attention_bound.h) on one row the input chooses. Any violation aborts with
-// the case. Each input runs one flash variant (chosen by the input) and the naive kernel.
+// one registered attention kernel (src/attention/kernel_registry.h, chosen by the input) and
+// the naive matmul+softmax kernel, each compared with the reference (the double-double
+// oracle) within its per-element bound (reference/attention_bound.h) on one row the input
+// chooses. Any violation aborts with the case.
 //
-// Shapes stay small (Skv <= 40, D <= 33, one reference row): the exact reference costs
-// about Skv * (D + 40) multiprecision operations per row, and the target must run >= 1000
-// inputs per second.
+// Shapes stay small (Skv <= 40, D <= 33, one reference row) so that the target runs a few
+// thousand inputs per second on one core.
 //
 // KVCHECK_FUZZ_DEFECT=<attention defect> checks that defect's kernel instead.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -29,8 +29,7 @@
 #include "properties/tensor_spec.h"
 #include "reference/attention_comparison.h"
 #include "reference/reference_attention.h"
-#include "src/attention/flash_attention.h"
-#include "src/attention/naive_attention.h"
+#include "src/attention/kernel_registry.h"
 
 namespace kvcheck::fuzz {
 namespace {
@@ -140,37 +139,31 @@ KernelCase DecodeCase(FuzzedDataProvider& in, std::string& described) {
 }
 
 struct Kernel {
-  const char* name;
-  absl::StatusOr<Tensor> (*run)(const properties::KernelInputs& in);
+  std::string name;
+  std::function<absl::StatusOr<Tensor>(const properties::KernelInputs& in)> run;
 };
 
-absl::StatusOr<Tensor> RunDefect(const properties::KernelInputs& in) {
-  return DefectUnderFuzz(defects::DefectKind::kAttention)->kernel(in.q, in.k, in.v, in.params);
-}
-
-// The kernels one input runs: the defect's kernel, or one flash variant and naive.
+// The kernels one input runs: the defect's kernel, or one registered kernel (the input picks
+// it, src/attention/kernel_registry.h) and naive, the plainest one.
 std::vector<Kernel> KernelsUnderFuzz(FuzzedDataProvider& in) {
-  if (DefectUnderFuzz(defects::DefectKind::kAttention) != nullptr) {
-    return {{DefectUnderFuzz(defects::DefectKind::kAttention)->name, &RunDefect}};
+  if (const defects::Defect* defect = DefectUnderFuzz(defects::DefectKind::kAttention)) {
+    return {{defect->name, [defect](const properties::KernelInputs& in) {
+               return defect->kernel(in.q, in.k, in.v, in.params);
+             }}};
   }
-  const Kernel flash_variants[] = {
-      {"flash",
-       [](const properties::KernelInputs& in) {
-         return FlashAttention(in.q, in.k, in.v, in.params);
-       }},
-      {"flash/scalar",
-       [](const properties::KernelInputs& in) {
-         return FlashAttention(in.q, in.k, in.v, in.params, {.path = FlashPath::kScalar});
-       }},
-      {"flash/3 splits",
-       [](const properties::KernelInputs& in) {
-         return FlashAttention(in.q, in.k, in.v, in.params, {.num_threads = 1, .kv_splits = 3});
-       }},
+  const absl::Span<const AttentionKernel> kernels = AttentionKernels();
+  const AttentionKernel& picked =
+      kernels[in.ConsumeIntegralInRange<size_t>(0, kernels.size() - 1)];
+  auto runner = [](const AttentionKernel& kernel) {
+    return [&kernel](const properties::KernelInputs& in) {
+      return kernel.run(in.q, in.k, in.v, in.params, 1);
+    };
   };
-  const Kernel naive = {"naive", [](const properties::KernelInputs& in) {
-                          return NaiveAttention(in.q, in.k, in.v, in.params);
-                        }};
-  return {Pick(in, flash_variants), naive};
+  std::vector<Kernel> chosen = {{picked.name, runner(picked)}};
+  if (std::string(picked.name) != "naive") {
+    chosen.push_back({"naive", runner(*FindAttentionKernel("naive"))});
+  }
+  return chosen;
 }
 
 int FuzzOne(const uint8_t* data, size_t size) {

@@ -14,7 +14,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -28,6 +27,7 @@
 #include "properties/cache_machine_commands.h"
 #include "properties/dense_model.h"
 #include "properties/kernel_case.h"
+#include "properties/size_oracle.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/storage.h"
 #include "src/tensor/tensor.h"
@@ -41,20 +41,15 @@ constexpr int kMaxOperations = 32;
 constexpr size_t kMaxPool = 4;
 constexpr int64_t kMaxElements = 512;  // never allocate more than this per tensor
 
+// The contract's expected outcome of every call comes from properties/size_oracle.h (exact
+// 128-bit size arithmetic, shared with the hostile-size tensor properties).
+using properties::ContiguousLayoutValid;
+using properties::ContiguousResultExpect;
 using properties::DenseTensor;
+using properties::ExactCount;
+using properties::Expect;
 using properties::cache_machine::BitsOf;
 using properties::cache_machine::FloatOf;
-
-using Int128 = __int128;
-
-// What the contract says an operation must do.
-enum class Expect {
-  kOk,
-  kInvalidArgument,
-  kOutOfRange,
-  kSomeError,    // both kinds of bad argument at once: either code
-  kOkOrInvalid,  // sizes whose overflow check the contract leaves open (empty shapes)
-};
 
 struct Entry {
   Tensor tensor;
@@ -72,14 +67,7 @@ int64_t HostileInt(FuzzedDataProvider& in, int64_t typical_max) {
     case 0:
       return -in.ConsumeIntegralInRange<int64_t>(1, 4);  // a size_t that wrapped
     case 1: {
-      const int64_t edges[] = {std::numeric_limits<int64_t>::max(),
-                               std::numeric_limits<int64_t>::min(),
-                               int64_t{1} << 62,
-                               -(int64_t{1} << 62),
-                               int64_t{1} << 32,
-                               (int64_t{1} << 31) - 1,
-                               int64_t{1} << 31,
-                               std::numeric_limits<int64_t>::max() / 2 + 1};
+      const auto& edges = properties::kHostileEdges;
       return edges[in.ConsumeIntegralInRange<size_t>(0, std::size(edges) - 1)];
     }
     case 2:
@@ -107,67 +95,10 @@ std::vector<int64_t> ShapeOf(const Tensor& t) {
   return std::vector<int64_t>(t.shape().begin(), t.shape().end());
 }
 
-// Exact product of `shape`, or nullopt for a negative dimension or a product past int64_t.
-std::optional<int64_t> ExactCount(const std::vector<int64_t>& shape) {
-  Int128 count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return std::nullopt;
-  }
-  for (int64_t d : shape) {
-    if (d == 0) return 0;
-  }
-  for (int64_t d : shape) {
-    count *= d;
-    if (count > std::numeric_limits<int64_t>::max()) return std::nullopt;
-  }
-  return static_cast<int64_t>(count);
-}
-
-// Whether Layout::Contiguous(shape) must succeed: rank <= 8, no negative dimension, and the
-// row-major strides (products of the inner sizes, zeros included) fit in int64_t.
-bool ContiguousLayoutValid(const std::vector<int64_t>& shape) {
-  if (shape.size() > static_cast<size_t>(kMaxRank)) return false;
-  Int128 acc = 1;
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    if (shape[d] < 0) return false;
-    acc *= shape[d];
-    if (acc > std::numeric_limits<int64_t>::max()) return false;
-  }
-  return true;
-}
-
-// A new contiguous tensor of `shape` (Contiguous, Cast): always possible, except that an empty
-// shape may have row-major strides past int64_t (a permuted [2, 0, 2^63 - 1, 0]); the
-// contract leaves that case to the implementation (an error or an empty result).
-Expect ContiguousResultExpect(const std::vector<int64_t>& shape) {
-  return ContiguousLayoutValid(shape) ? Expect::kOk : Expect::kOkOrInvalid;
-}
-
 void CheckStatus(const Run& run, const absl::Status& status, Expect expect, const char* op) {
-  const absl::StatusCode code = status.code();
-  switch (expect) {
-    case Expect::kSomeError:
-      if (code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kOutOfRange) {
-        return;
-      }
-      break;
-    case Expect::kOkOrInvalid:
-      if (status.ok() || code == absl::StatusCode::kInvalidArgument) return;
-      break;
-    case Expect::kOk:
-      if (status.ok()) return;
-      break;
-    case Expect::kInvalidArgument:
-      if (code == absl::StatusCode::kInvalidArgument) return;
-      break;
-    case Expect::kOutOfRange:
-      if (code == absl::StatusCode::kOutOfRange) return;
-      break;
+  if (std::optional<std::string> mismatch = properties::StatusMismatch(status, expect, op)) {
+    run.Fail(*mismatch);
   }
-  const char* expected[] = {"OK", "INVALID_ARGUMENT", "OUT_OF_RANGE",
-                            "INVALID_ARGUMENT or OUT_OF_RANGE", "OK or INVALID_ARGUMENT"};
-  run.Fail(absl::StrCat(op, " returned ", status.ToString(), "; the contract says ",
-                        expected[static_cast<int>(expect)]));
 }
 
 // Every tensor of the pool still shows its model.
@@ -220,8 +151,7 @@ void Create(Run& run, FuzzedDataProvider& in) {
   }
   if (count > kMaxElements) {
     // Past the storage limit the allocation must be refused, not attempted.
-    const Int128 bytes = Int128{count} * DTypeSize(dtype);
-    if (bytes > (Int128{8} << 30)) {
+    if (properties::AllocationExpect(count, dtype, MaxStorageBytes()) != Expect::kOk) {
       const absl::StatusOr<Tensor> zeros = Tensor::Zeros(dtype, shape);
       if (zeros.ok() || (zeros.status().code() != absl::StatusCode::kResourceExhausted &&
                          zeros.status().code() != absl::StatusCode::kInvalidArgument)) {
@@ -256,33 +186,14 @@ void HostileView(Run& run, FuzzedDataProvider& in) {
                 offset, ")");
   absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(dtype, size);
   if (!storage.ok()) run.Fail("Storage::Allocate of a small buffer failed");
-  // Layout::Strided: no negative value; element count and largest offset fit in int64_t.
-  bool layout_valid = offset >= 0;
-  for (int d = 0; d < rank; ++d) {
-    if (shape[d] < 0 || strides[d] < 0) layout_valid = false;
-  }
-  const std::optional<int64_t> exact = layout_valid ? ExactCount(shape) : std::nullopt;
-  const int64_t count = exact.value_or(0);
-  Int128 last = offset;  // the largest element offset; the storage needs last + 1 elements
-  if (!exact) layout_valid = false;
-  for (int d = 0; d < rank && layout_valid; ++d) {
-    if (shape[d] > 0) last += Int128{shape[d] - 1} * strides[d];
-  }
-  if (last + 1 > std::numeric_limits<int64_t>::max()) layout_valid = false;
   const absl::StatusOr<Layout> layout = Layout::Strided(shape, strides, offset);
-  // An empty shape with a huge stride may or may not count as overflowing: either is fine.
-  Expect expect = Expect::kOk;
-  if (!layout_valid) {
-    expect = exact.has_value() && count == 0 && offset >= 0 ? Expect::kOkOrInvalid
-                                                            : Expect::kInvalidArgument;
-  }
-  CheckStatus(run, layout.status(), expect, "Layout::Strided");
+  CheckStatus(run, layout.status(), properties::StridedLayoutExpect(shape, strides, offset),
+              "Layout::Strided");
   if (!layout.ok()) return;
   const absl::StatusOr<Tensor> view = Tensor::View(*storage, *layout);
-  expect = count == 0            ? Expect::kOkOrInvalid
-           : last < Int128{size} ? Expect::kOk
-                                 : Expect::kInvalidArgument;
-  CheckStatus(run, view.status(), expect, "Tensor::View");
+  CheckStatus(run, view.status(), properties::TensorViewExpect(shape, strides, offset, size),
+              "Tensor::View");
+  const int64_t count = ExactCount(shape).value_or(0);
   if (view.ok() && count <= kMaxElements) {
     for (uint32_t bits : view->ToBits()) {
       if (bits != 0) run.Fail("a view of a zeroed storage shows a non-zero element");
@@ -299,16 +210,9 @@ void NarrowOp(Run& run, FuzzedDataProvider& in, size_t i) {
   const int64_t length = HostileInt(in, size);
   run.trace.Add("Narrow(tensor ", i, " ", DimsToString(e.tensor.shape()), ", dim ", dim, ", start ",
                 start, ", length ", length, ")");
-  Expect expect = Expect::kOk;
-  if (dim < 0 || dim >= rank) {
-    expect = Expect::kInvalidArgument;
-  } else if (length < 0) {
-    expect = start < 0 ? Expect::kSomeError : Expect::kInvalidArgument;
-  } else if (start < 0 || start > size - length) {
-    expect = Expect::kOutOfRange;
-  }
   const absl::StatusOr<Tensor> result = Narrow(e.tensor, dim, start, length);
-  CheckStatus(run, result.status(), expect, "Narrow");
+  CheckStatus(run, result.status(), properties::NarrowExpect(e.tensor.shape(), dim, start, length),
+              "Narrow");
   if (!result.ok()) return;
   DenseTensor model = properties::ModelNarrow(e.model, dim, start, length);
   ExpectModel(run, *result, model, "Narrow");
@@ -321,9 +225,8 @@ void TransposeOp(Run& run, FuzzedDataProvider& in, size_t i) {
   const int d0 = HostileDim(in, rank), d1 = HostileDim(in, rank);
   run.trace.Add("Transpose(tensor ", i, " ", DimsToString(e.tensor.shape()), ", ", d0, ", ", d1,
                 ")");
-  const bool valid = d0 >= 0 && d0 < rank && d1 >= 0 && d1 < rank;
   const absl::StatusOr<Tensor> result = Transpose(e.tensor, d0, d1);
-  CheckStatus(run, result.status(), valid ? Expect::kOk : Expect::kInvalidArgument, "Transpose");
+  CheckStatus(run, result.status(), properties::TransposeExpect(rank, d0, d1), "Transpose");
   if (!result.ok()) return;
   DenseTensor model = properties::ModelTranspose(e.model, d0, d1);
   ExpectModel(run, *result, model, "Transpose");
@@ -353,17 +256,13 @@ void PermuteOp(Run& run, FuzzedDataProvider& in, size_t i) {
   }
   run.trace.Add("Permute(tensor ", i, " ", DimsToString(e.tensor.shape()), ", [",
                 absl::StrJoin(order, ","), "])");
-  std::vector<int> sorted = order;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<int> identity(rank);
-  std::iota(identity.begin(), identity.end(), 0);
-  const bool valid = sorted == identity;
   const absl::StatusOr<Tensor> result = Permute(e.tensor, order);
-  CheckStatus(run, result.status(), valid ? Expect::kOk : Expect::kInvalidArgument, "Permute");
+  CheckStatus(run, result.status(), properties::PermuteExpect(rank, order), "Permute");
   if (!result.ok()) return;
   // A permutation is a product of transpositions: model it with ModelTranspose.
   DenseTensor model = e.model;
-  std::vector<int> current = identity;  // current[k]: input dim now at position k
+  std::vector<int> current(rank);  // current[k]: input dim now at position k
+  std::iota(current.begin(), current.end(), 0);
   for (int k = 0; k < rank; ++k) {
     const int at =
         static_cast<int>(std::find(current.begin(), current.end(), order[k]) - current.begin());
@@ -397,16 +296,9 @@ void ReshapeOp(Run& run, FuzzedDataProvider& in, size_t i) {
   }
   run.trace.Add("Reshape(tensor ", i, " ", DimsToString(e.tensor.shape()), " -> [",
                 absl::StrJoin(shape, ","), "])");
-  const std::optional<int64_t> count = ExactCount(shape);
-  bool negative = false;
-  for (int64_t d : shape) negative |= d < 0;
-  const bool count_matches = !negative && count.has_value() && *count == e.tensor.num_elements();
-  Expect expect = Expect::kInvalidArgument;
-  if (count_matches) {
-    expect = ContiguousLayoutValid(shape) ? Expect::kOk : Expect::kOkOrInvalid;
-  }
   const absl::StatusOr<Tensor> result = Reshape(e.tensor, shape);
-  CheckStatus(run, result.status(), expect, "Reshape");
+  CheckStatus(run, result.status(), properties::ReshapeExpect(e.tensor.num_elements(), shape),
+              "Reshape");
   if (!result.ok()) return;
   DenseTensor model{shape, e.model.bits};
   ExpectModel(run, *result, model, "Reshape");
@@ -441,15 +333,6 @@ void CastOp(Run& run, FuzzedDataProvider& in, size_t i) {
   AddToPool(run, *result, std::move(model));
 }
 
-// Shapes equal except along `dim` (which must be valid for both).
-bool SameExceptAlong(const Tensor& a, const Tensor& b, int dim) {
-  if (a.rank() != b.rank()) return false;
-  for (int d = 0; d < a.rank(); ++d) {
-    if (d != dim && a.dim(d) != b.dim(d)) return false;
-  }
-  return true;
-}
-
 void CatOp(Run& run, FuzzedDataProvider& in) {
   const int parts = in.ConsumeIntegralInRange(0, 3);
   std::vector<size_t> which;
@@ -461,24 +344,21 @@ void CatOp(Run& run, FuzzedDataProvider& in) {
   run.trace.Add("Cat(tensors [", absl::StrJoin(which, ","), "], dim ", dim, ")");
   std::vector<Tensor> tensors;
   std::vector<DenseTensor> models;
-  bool valid = !which.empty() && dim >= 0 && dim < rank;
-  Int128 joined = 0;  // empty parts may be 2^63 - 1 long along dim
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<DType> dtypes;
   for (size_t i : which) {
     const Entry& e = run.pool[i];
     tensors.push_back(e.tensor);
     models.push_back(e.model);
-    valid = valid && e.tensor.dtype() == run.pool[which[0]].tensor.dtype() &&
-            SameExceptAlong(e.tensor, run.pool[which[0]].tensor, dim);
-    if (valid) joined += e.tensor.dim(dim);
+    shapes.push_back(ShapeOf(e.tensor));
+    dtypes.push_back(e.tensor.dtype());
   }
-  if (joined > std::numeric_limits<int64_t>::max()) valid = false;  // the joined size overflows
-  Expect expect = valid ? Expect::kOk : Expect::kInvalidArgument;
-  if (valid) {
-    std::vector<int64_t> shape = ShapeOf(tensors[0]);
-    shape[dim] = static_cast<int64_t>(joined);
+  const std::optional<std::vector<int64_t>> shape = properties::CatShape(shapes, dtypes, dim);
+  Expect expect = Expect::kInvalidArgument;
+  if (shape) {
     // Sizes stay small, but a joined tensor above the allocation cap of this target is skipped.
-    if (ExactCount(shape).value_or(kMaxElements + 1) > 4 * kMaxElements) return;
-    expect = ContiguousResultExpect(shape);
+    if (ExactCount(*shape).value_or(kMaxElements + 1) > 4 * kMaxElements) return;
+    expect = ContiguousResultExpect(*shape);
   }
   const absl::StatusOr<Tensor> result = Cat(tensors, dim);
   CheckStatus(run, result.status(), expect, "Cat");
@@ -512,16 +392,8 @@ void SliceSetOp(Run& run, FuzzedDataProvider& in, size_t dst, size_t src) {
   const int64_t offset = HostileInt(in, size);
   run.trace.Add("SliceSet(dst tensor ", dst, " ", d.DebugString(), ", src tensor ", src, " ",
                 s.DebugString(), ", dim ", dim, ", offset ", offset, ")");
-  Expect expect = Expect::kOk;
-  if (dim < 0 || dim >= d.rank() || d.dtype() != s.dtype() || !SameExceptAlong(d, s, dim)) {
-    expect = Expect::kInvalidArgument;
-    if (dim >= 0 && dim < d.rank() && d.rank() == s.rank() &&
-        (offset < 0 || offset > d.dim(dim) - s.dim(dim))) {
-      expect = Expect::kSomeError;  // both kinds of error apply
-    }
-  } else if (offset < 0 || offset > d.dim(dim) - s.dim(dim)) {
-    expect = Expect::kOutOfRange;
-  }
+  const Expect expect =
+      properties::SliceSetExpect(d.shape(), s.shape(), d.dtype() == s.dtype(), dim, offset);
   const DenseTensor src_model = run.pool[src].model;
   const absl::Status status = SliceSet(d, s, dim, offset);
   CheckStatus(run, status, expect, "SliceSet");

@@ -11,8 +11,11 @@ namespace {
 
 using reference::AttentionProblem;
 
-const char* const kFamilies[] = {"random",     "gap_near_80", "cancellation", "long_row",
-                                 "near_ties",  "huge_scores", "subnormal",    "half_precision"};
+const char* const kFamilies[] = {"random",        "gap_near_80", "cancellation",
+                                 "long_row",      "near_ties",   "huge_scores",
+                                 "subnormal",     "half_precision", "extreme_scores",
+                                 "tiny_cancellation"};
+constexpr int kNumFamilies = sizeof(kFamilies) / sizeof(kFamilies[0]);
 
 std::vector<float> Values(int64_t count, rc::Gen<float> gen) {
   return *rc::gen::container<std::vector<float>>(count, gen);
@@ -125,6 +128,24 @@ AttentionProblem Generate(int family) {
       }
       return p;
     }
+    case 8: {  // extreme_scores: |s| up to ~2^40, gaps far past any exp range
+      AttentionProblem p = GenShapeAndFeatures(16, false);
+      p.scale = 1.0f;
+      p.head_dim = *rc::gen::element<int64_t>(1, 2, 4);
+      const rc::Gen<float> huge = rc::gen::map(
+          rc::gen::pair(rc::gen::inRange(-1024, 1025), rc::gen::inRange(0, 21)),
+          [](std::pair<int, int> me) { return std::ldexp(static_cast<float>(me.first), me.second); });
+      FillQkv(p, huge, huge, Normalish(4.0f));
+      return p;
+    }
+    case 9: {  // tiny_cancellation: scores of ~2^-298, v of both signs: tiny exact outputs
+      AttentionProblem p = GenShapeAndFeatures(4, false);
+      p.head_dim = 1;
+      p.scale = 1.0f;
+      const rc::Gen<float> tiny = rc::gen::element(0.0f, 0x1p-149f, -0x1p-149f, 0x1p-140f, 1.0f);
+      FillQkv(p, tiny, tiny, rc::gen::element(1.0f, -1.0f, 0.5f));
+      return p;
+    }
     default: {  // random
       AttentionProblem p = GenShapeAndFeatures(64, true);
       FillQkv(p, GenElement(DType::kF32, Values::kFinite), GenElement(DType::kF32, Values::kFinite),
@@ -138,7 +159,7 @@ AttentionProblem Generate(int family) {
 
 rc::Gen<LabeledProblem> GenAdversarialProblem() {
   return rc::gen::exec([] {
-    const int family = *Uniform(0, 8);
+    const int family = *Uniform(0, kNumFamilies);
     return LabeledProblem{kFamilies[family], Generate(family)};
   });
 }

@@ -9,6 +9,8 @@
 #include "properties/case_isolation.h"
 #include "properties/generators.h"
 #include "properties/kernel_case.h"
+#include "properties/precision_envelope.h"
+#include "properties/straightforward_attention.h"
 #include "properties/ratio_wire.h"
 #include "rapidcheck.h"
 #include "reference/reference_attention.h"
@@ -50,28 +52,32 @@ std::vector<KernelRun> KernelRuns() {
 // Statistics recorded inside an isolated check travel back as ratio records labelled
 // "<kernel>\t<dtype>".
 void Record(KernelStatsMap& stats, const std::string& kernel, DType dtype,
-            const AttentionComparison& comparison) {
+            const AttentionComparison& comparison, const ReferenceAttention& exact) {
   KernelStats& entry = stats[{kernel, DTypeName(dtype)}];
   ++entry.cases;
+  entry.unchecked += comparison.unbounded;
+  entry.hull_bounded += exact.hull_bounded;
   entry.ratios.Merge(comparison.ratios);
 }
 
 std::string EncodeStats(const KernelStatsMap& stats) {
   std::string wire;
   for (const auto& [key, entry] : stats) {
-    AppendRatioRecord(wire, absl::StrCat(key.first, "\t", key.second), entry.cases,
-                      entry.ratios);
+    AppendRatioRecord(wire, absl::StrCat(key.first, "\t", key.second),
+                      {entry.cases, entry.unchecked, entry.hull_bounded}, entry.ratios);
   }
   return wire;
 }
 
 void MergeStats(std::string_view wire, KernelStatsMap* stats) {
-  ForEachRatioRecord(wire, [stats](std::string_view label, int64_t cases,
+  ForEachRatioRecord(wire, [stats](std::string_view label, const RecordCounts& counts,
                                    const reference::RatioStats& ratios) {
     const size_t tab = label.find('\t');
     KernelStats& entry =
         (*stats)[{std::string(label.substr(0, tab)), std::string(label.substr(tab + 1))}];
-    entry.cases += cases;
+    entry.cases += counts[0];
+    entry.unchecked += counts[1];
+    entry.hull_bounded += counts[2];
     entry.ratios.Merge(ratios);
   });
 }
@@ -100,6 +106,21 @@ AttentionComparison Check(const std::string& name, const KernelCase& c,
                          DescribeRow(p, comparison.first_violation_element / p.head_dim)));
   }
   return comparison;
+}
+
+// The precision-envelope verdict for one kernel's output; records the envelope ratio.
+void CheckEnvelope(const std::string& name, const KernelCase& c, const ReferenceAttention& exact,
+                   const std::vector<float>& baseline, const absl::StatusOr<Tensor>& out,
+                   KernelStatsMap* stats) {
+  if (!out.ok()) RC_FAIL(absl::StrCat(name, " failed: ", out.status().ToString()));
+  const EnvelopeResult envelope =
+      CheckPrecisionEnvelope(out->ToFloats(), baseline, exact, c.problem.output_dtype);
+  if (!envelope.ok) RC_FAIL(absl::StrCat(name, ": ", envelope.message));
+  if (stats != nullptr) {
+    KernelStats& entry = (*stats)[{name, DTypeName(c.problem.output_dtype)}];
+    ++entry.cases;
+    entry.ratios.Add(envelope.ratio);
+  }
 }
 
 void Classify(const KernelCase& c) {
@@ -133,7 +154,28 @@ PropertySpec KernelsVsReference(KernelStatsMap* stats) {
                          for (const KernelRun& run : KernelRuns()) {
                            NoteStep(absl::StrCat("kernel ", run.name));
                            Record(local, run.name, c.problem.output_dtype,
-                                  Check(run.name, c, exact, run(in)));
+                                  Check(run.name, c, exact, run(in)), exact);
+                         }
+                         return EncodeStats(local);
+                       }),
+                       stats);
+          }};
+}
+
+// Every kernel against the straightforward f32 baseline (precision_envelope.h): a precision
+// regression too small for the bound is a failure of its own.
+PropertySpec PrecisionEnvelope(KernelStatsMap* stats) {
+  return {"attention/precision_envelope", 200, [stats] {
+            const KernelCase c = GenSampledCase();
+            MergeStats(RunIsolatedWithPayload([&] {
+                         const ReferenceAttention exact =
+                             reference::ComputeReferenceAttention(c.problem);
+                         const std::vector<float> baseline = StraightforwardAttention(c.problem);
+                         const KernelInputs in = Inputs(c);
+                         KernelStatsMap local;
+                         for (const KernelRun& run : KernelRuns()) {
+                           NoteStep(absl::StrCat("kernel ", run.name));
+                           CheckEnvelope(run.name, c, exact, baseline, run(in), &local);
                          }
                          return EncodeStats(local);
                        }),
@@ -156,7 +198,7 @@ PropertySpec EverySimdTarget(KernelStatsMap* stats) {
                                FlashAttention(in.q, in.k, in.v, in.params);
                            RC_ASSERT(PinSimdTarget(""));
                            Record(local, "flash/" + target, c.problem.output_dtype,
-                                  Check("flash/" + target, c, exact, out));
+                                  Check("flash/" + target, c, exact, out), exact);
                          }
                          return EncodeStats(local);
                        }),
@@ -223,8 +265,8 @@ PropertySpec DecodeEqualsPrefillLastRow() {
 PropertySpec ThreadsAndSplits() {
   return {"attention/threads_and_splits", 100, [] {
             const KernelCase c = GenSampledCase();
-            const int threads = *Uniform(1, 5);
-            const int splits = *Uniform(0, 6);
+            const int threads = (*Label("flash threads", Uniform(1, 5))).value;
+            const int splits = (*Label("flash key-range splits (0: automatic)", Uniform(0, 6))).value;
             RunIsolated([&] {
               const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
               const KernelInputs in = Inputs(c);
@@ -304,19 +346,28 @@ PropertySpec BatchPermutation() {
 PropertySpec RingEqualsWindowedHistory() {
   return {"attention/ring_cache_equals_windowed_history", 100, [] {
             const DType dtype = *GenDType();
-            const int64_t batch = *Uniform<int64_t>(1, 3), kv_heads = *Uniform<int64_t>(1, 3);
-            const int64_t group = *Uniform<int64_t>(1, 4), head_dim = *rc::gen::element<int64_t>(1, 4, 8, 33, 64);
-            const int64_t window = *Uniform<int64_t>(1, 40), total = *Uniform<int64_t>(1, 120);
+            const int64_t batch = (*Label("batch B", Uniform<int64_t>(1, 3))).value;
+            const int64_t kv_heads = (*Label("KV heads KH", Uniform<int64_t>(1, 3))).value;
+            const int64_t group = (*Label("query heads per KV head", Uniform<int64_t>(1, 4))).value;
+            const int64_t head_dim =
+                (*Label("head dim D", rc::gen::element<int64_t>(1, 4, 8, 33, 64))).value;
+            const int64_t window = (*Label("ring window W", Uniform<int64_t>(1, 40))).value;
+            const int64_t total = (*Label("tokens appended", Uniform<int64_t>(1, 120))).value;
             const std::vector<int64_t> kv_shape = {batch, kv_heads, total, head_dim};
             const TensorSpec k = *GenTensorSpec(dtype, kv_shape, Values::kFinite, LayoutKind::kContiguous);
             const TensorSpec v = *GenTensorSpec(dtype, kv_shape, Values::kFinite, LayoutKind::kContiguous);
             const TensorSpec q = *GenTensorSpec(dtype, {batch, kv_heads * group, 1, head_dim},
                                                 Values::kFinite, LayoutKind::kContiguous);
             // The chunk lengths the history is appended in.
-            std::vector<int64_t> chunks;
-            for (int64_t at = 0; at < total; at += chunks.back()) {
-              chunks.push_back(std::min<int64_t>(total - at, *Uniform<int64_t>(1, 2 * window + 2)));
-            }
+            const std::vector<int64_t> chunks =
+                (*Label("appended in chunks of", rc::gen::exec([total, window] {
+                   std::vector<int64_t> lengths;
+                   for (int64_t at = 0; at < total; at += lengths.back()) {
+                     lengths.push_back(
+                         std::min<int64_t>(total - at, *Uniform<int64_t>(1, 2 * window + 2)));
+                   }
+                   return lengths;
+                 }))).value;
             RunIsolated([&] {
               const Tensor k_all = *Materialize(k), v_all = *Materialize(v), q_last = *Materialize(q);
               std::unique_ptr<KvCache> ring = *RingCache::Create({.window = window});
@@ -364,10 +415,25 @@ PropertySpec RingEqualsWindowedHistory() {
 }  // namespace
 
 std::string FormatKernelStats(const KernelStatsMap& stats) {
-  std::string text = absl::StrFormat("%-20s %-6s %8s %12s %12s\n", "kernel", "dtype", "cases",
+  std::string text =
+      absl::StrFormat("%-24s %-6s %7s %10s %12s %10s %10s\n", "kernel", "dtype", "cases",
+                      "max ratio", "median ratio", "unchecked", "hull-bound");
+  for (const auto& [key, entry] : stats) {
+    absl::StrAppendFormat(&text, "%-24s %-6s %7d %10.3g %12.3g %10d %10d\n", key.first,
+                          key.second, entry.cases, entry.ratios.Max(), entry.ratios.Median(),
+                          entry.unchecked, entry.hull_bounded);
+  }
+  absl::StrAppend(&text,
+                  "(unchecked: elements outside the no-overflow regime of the bound; hull-bound: "
+                  "elements checked against the convex-hull bound, ERROR_BOUND.md step 5)\n");
+  return text;
+}
+
+std::string FormatEnvelopeStats(const KernelStatsMap& stats) {
+  std::string text = absl::StrFormat("%-24s %-6s %7s %10s %12s\n", "kernel", "dtype", "cases",
                                      "max ratio", "median ratio");
   for (const auto& [key, entry] : stats) {
-    absl::StrAppendFormat(&text, "%-20s %-6s %8d %12.3g %12.3g\n", key.first, key.second,
+    absl::StrAppendFormat(&text, "%-24s %-6s %7d %10.3g %12.3g\n", key.first, key.second,
                           entry.cases, entry.ratios.Max(), entry.ratios.Median());
   }
   return text;
@@ -389,9 +455,29 @@ PropertySpec KernelLawProperty(
           }};
 }
 
-std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats) {
-  return {KernelsVsReference(stats), EverySimdTarget(stats), DecodeEqualsPrefillLastRow(),
-          ThreadsAndSplits(), BatchPermutation(), RingEqualsWindowedHistory()};
+PropertySpec PrecisionEnvelopeLawProperty(
+    const std::string& name,
+    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionParams& params),
+    int cases) {
+  return {"attention/" + name + "/precision_envelope", cases, [name, kernel] {
+            const KernelCase c = GenSampledCase();
+            Classify(c);
+            RunIsolated([&] {
+              const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
+              const KernelInputs in = Inputs(c);
+              CheckEnvelope(name, c, exact, StraightforwardAttention(c.problem),
+                            kernel(in.q, in.k, in.v, in.params), nullptr);
+            });
+          }};
+}
+
+std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
+                                              KernelStatsMap* envelope_stats) {
+  return {KernelsVsReference(stats),    PrecisionEnvelope(envelope_stats),
+          EverySimdTarget(stats),       DecodeEqualsPrefillLastRow(),
+          ThreadsAndSplits(),           BatchPermutation(),
+          RingEqualsWindowedHistory()};
 }
 
 }  // namespace kvcheck::properties

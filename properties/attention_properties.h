@@ -1,7 +1,9 @@
 // File: attention_properties.h
 // Kernel laws for the attention kernels (naive and CPU flash, every path and SIMD target):
-//   - every kernel agrees with the 50-digit reference within the per-element bound on
-//     generated cases (KernelCase), with observed/bound ratios recorded per kernel and dtype;
+//   - every kernel agrees with the reference within the per-element bound on generated cases
+//     (KernelCase), with observed/bound ratios recorded per kernel and dtype;
+//   - every kernel stays within the precision envelope of the straightforward f32 baseline
+//     (precision_envelope.h), a verdict of its own;
 //   - the decode path equals the prefill path on the last row;
 //   - thread and KV-split counts change nothing beyond the bound, and repeated runs with the
 //     same counts are bitwise equal;
@@ -24,14 +26,32 @@ namespace kvcheck::properties {
 // Per kernel ("naive", "flash", "flash/scalar", ...) and dtype: cases and ratios.
 struct KernelStats {
   int64_t cases = 0;
+  int64_t unchecked = 0;     // elements outside the bound's no-overflow regime
+  int64_t hull_bounded = 0;  // elements bounded by the convex hull (ERROR_BOUND.md step 5)
   reference::RatioStats ratios;
 };
 using KernelStatsMap = std::map<std::pair<std::string, std::string>, KernelStats>;
 
-// A table: kernel, dtype, cases, max and median observed/bound ratio.
+// A table: kernel, dtype, cases, max and median observed/bound ratio, and the elements not
+// checked (outside the no-overflow regime) or checked against the convex-hull bound.
 std::string FormatKernelStats(const KernelStatsMap& stats);
+// A table of precision-envelope ratios: kernel, dtype, cases, max and median of the kernel's
+// error over what the envelope allows (a ratio above 1 is a precision regression).
+std::string FormatEnvelopeStats(const KernelStatsMap& stats);
 
-std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats);
+// The kernel laws, recording the observed/bound ratios into *stats and the precision-
+// envelope ratios (kernel error / what the envelope allows, precision_envelope.h) into
+// *envelope_stats.
+std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
+                                              KernelStatsMap* envelope_stats);
+
+// One kernel against the straightforward f32 baseline's precision on generated cases
+// ("attention/<name>/precision_envelope").
+PropertySpec PrecisionEnvelopeLawProperty(
+    const std::string& name,
+    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionParams& params),
+    int cases);
 
 // One kernel against the reference on generated cases ("attention/<name>/vs_reference").
 PropertySpec KernelLawProperty(

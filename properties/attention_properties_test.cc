@@ -14,6 +14,11 @@ KernelStatsMap& Stats() {
   return *stats;
 }
 
+KernelStatsMap& EnvelopeStats() {
+  static KernelStatsMap* stats = new KernelStatsMap();
+  return *stats;
+}
+
 class AttentionPropertyTest : public ::testing::TestWithParam<PropertySpec> {};
 
 TEST_P(AttentionPropertyTest, Holds) {
@@ -24,14 +29,17 @@ TEST_P(AttentionPropertyTest, Holds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionPropertyTest,
-                         ::testing::ValuesIn(AttentionProperties(&Stats())),
+                         ::testing::ValuesIn(AttentionProperties(&Stats(), &EnvelopeStats())),
                          [](const ::testing::TestParamInfo<PropertySpec>& info) {
                            return info.param.name.substr(info.param.name.find('/') + 1);
                          });
 
 class PrintRatios : public ::testing::Environment {
  public:
-  void TearDown() override { std::cout << "\n" << FormatKernelStats(Stats()); }
+  void TearDown() override {
+    std::cout << "\n" << FormatKernelStats(Stats()) << "\nPrecision envelope (error / allowed):\n"
+              << FormatEnvelopeStats(EnvelopeStats());
+  }
 };
 const auto* const print_ratios = ::testing::AddGlobalTestEnvironment(new PrintRatios);
 

@@ -21,6 +21,7 @@ struct SoundnessStats {
   reference::RatioStats all;
   int64_t problems = 0;
   int64_t unbounded_elements = 0;
+  int64_t hull_bounded_elements = 0;
 
   // A table: family, elements, max ratio, median ratio.
   std::string Report() const;

@@ -2,6 +2,7 @@
 // sanitizer configs) (prints the
 // observed/bound ratios: the tightness evidence).
 #include "properties/bound_soundness.h"
+#include "properties/oracle_agreement.h"
 
 #include <iostream>
 
@@ -21,6 +22,15 @@ TEST(BoundSoundness, StraightforwardF32AttentionNeverExceedsTheBound) {
   EXPECT_TRUE(outcome.passed) << outcome.message << "\n" << outcome.replay;
   // 10,000 by default; sanitizer configs scale the count down (KVCHECK_CASE_SCALE).
   EXPECT_EQ(outcome.cases, CasesFor(spec, options));
+}
+
+// The fast oracle the suite uses against the 50-digit one and a 100-digit ground truth.
+TEST(OracleAgreement, DoubleDoubleAndRealMeetTheirGuarantees) {
+  const PropertySpec spec = OracleAgreementProperty(400);
+  const PropertyOutcome outcome = RunProperty(spec, RunOptionsFromEnvironment());
+  std::cout << outcome.name << ": " << outcome.cases << " cases in " << outcome.seconds << " s\n"
+            << FormatDistribution(outcome);
+  EXPECT_TRUE(outcome.passed) << outcome.message << "\n" << outcome.replay;
 }
 
 }  // namespace

@@ -75,6 +75,65 @@ std::unique_ptr<Decoder> MakeDecoder(const DecoderCase& c) {
   return *std::move(decoder);
 }
 
+// Where the chunked-prefill law cuts the prompt, labelled in counterexamples.
+struct ChunkCuts {
+  std::vector<size_t> cuts;  // 0, the cut points, prompt length; sorted, distinct
+};
+
+void showValue(const ChunkCuts& c, std::ostream& os) {
+  os << "prompt fed in chunks [" << absl::StrJoin(c.cuts, ", ") << "] (cut points, 0 and the "
+     << "prompt length included)";
+}
+
+rc::Gen<ChunkCuts> GenChunkCuts(size_t prompt_length) {
+  return rc::gen::exec([prompt_length] {
+    ChunkCuts c{{0, prompt_length}};
+    for (int n = *Uniform(1, 4); n > 0; --n) {
+      c.cuts.push_back(*rc::gen::inRange<size_t>(1, prompt_length + 1));
+    }
+    std::sort(c.cuts.begin(), c.cuts.end());
+    c.cuts.erase(std::unique(c.cuts.begin(), c.cuts.end()), c.cuts.end());
+    return c;
+  });
+}
+
+// The second generation of the reset law, labelled in counterexamples.
+struct SecondGeneration {
+  std::vector<int32_t> prompt;
+  int64_t new_tokens = 1;
+};
+
+void showValue(const SecondGeneration& g, std::ostream& os) {
+  os << "second generation: prompt [" << absl::StrJoin(g.prompt, ",") << "], " << g.new_tokens
+     << " new tokens";
+}
+
+rc::Gen<SecondGeneration> GenSecondGeneration(int64_t vocab_size) {
+  return rc::gen::exec([vocab_size] {
+    SecondGeneration g;
+    g.prompt = *rc::gen::container<std::vector<int32_t>>(
+        static_cast<size_t>(*Uniform(1, 10)),
+        rc::gen::inRange<int32_t>(0, static_cast<int32_t>(vocab_size)));
+    g.new_tokens = *Uniform<int64_t>(1, 12);
+    return g;
+  });
+}
+
+// The strategy a law runs on, labelled in counterexamples.
+struct StrategyChoice {
+  const CacheStrategy* strategy;
+};
+
+void showValue(const StrategyChoice& c, std::ostream& os) {
+  os << "cache strategy " << c.strategy->name;
+}
+
+rc::Gen<StrategyChoice> GenStrategy() {
+  return rc::gen::map(Uniform<size_t>(0, CacheStrategies().size()), [](size_t i) {
+    return StrategyChoice{&CacheStrategies()[i]};
+  });
+}
+
 GenerationOptions Options(const DecoderCase& c, const std::string& strategy) {
   GenerationOptions o;
   o.cache_strategy = strategy;
@@ -171,15 +230,9 @@ PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, Genera
 
 PropertySpec ChunkedPrefillProperty(int cases) {
   return {"generation/chunked_prefill", cases, [] {
-            const CacheStrategy& strategy =
-                CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
+            const CacheStrategy& strategy = *(*GenStrategy()).strategy;
             const DecoderCase c = *GenDecoderCase(strategy.windowed);
-            std::vector<size_t> cuts = {0, c.prompt.size()};
-            for (int n = *Uniform(1, 4); n > 0; --n) {
-              cuts.push_back(*rc::gen::inRange<size_t>(1, c.prompt.size() + 1));
-            }
-            std::sort(cuts.begin(), cuts.end());
-            cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+            const std::vector<size_t> cuts = (*GenChunkCuts(c.prompt.size())).cuts;
             RunIsolated([&] {
               const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
               const Generation one_shot =
@@ -208,14 +261,12 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
                                              const std::string& name) {
   return {
       name.empty() ? "generation/reset_between_generations" : name, cases, [factory] {
-        const CacheStrategy& strategy =
-            CacheStrategies()[*Uniform<size_t>(0, CacheStrategies().size())];
+        const CacheStrategy& strategy = *(*GenStrategy()).strategy;
         DecoderCase first = *GenDecoderCase(strategy.windowed);
         DecoderCase second = first;
-        second.prompt = *rc::gen::container<std::vector<int32_t>>(
-            static_cast<size_t>(*Uniform(1, 10)),
-            rc::gen::inRange<int32_t>(0, static_cast<int32_t>(first.config.vocab_size)));
-        second.new_tokens = *Uniform<int64_t>(1, 12);
+        const SecondGeneration again = *GenSecondGeneration(first.config.vocab_size);
+        second.prompt = again.prompt;
+        second.new_tokens = again.new_tokens;
         RunIsolated([&] {
           const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
           absl::StatusOr<std::unique_ptr<model::Generator>> g =

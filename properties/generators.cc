@@ -52,6 +52,45 @@ rc::Gen<std::vector<int64_t>> GenShape(int min_rank, int max_rank, int64_t min_d
   });
 }
 
+namespace {
+
+// The drawn parts of a hostile layout: buffer dimension order, padding, offsets.
+struct LayoutDraw {
+  std::vector<int> order;
+  std::vector<int64_t> padding;
+  std::vector<int64_t> offset_seed;
+};
+
+rc::Gen<LayoutDraw> GenLayoutDraw(int rank) {
+  std::vector<int> identity(rank);
+  std::iota(identity.begin(), identity.end(), 0);
+  return rc::gen::apply(
+      [](std::vector<int> order, std::vector<int64_t> padding, std::vector<int64_t> offset_seed) {
+        return LayoutDraw{std::move(order), std::move(padding), std::move(offset_seed)};
+      },
+      // A permutation from random sort keys; keys shrink to 0, i.e. to the identity order.
+      rc::gen::map(rc::gen::container<std::vector<int>>(rank, Uniform(0, 100)),
+                   [identity](std::vector<int> keys) {
+                     std::vector<int> order = identity;
+                     std::stable_sort(order.begin(), order.end(),
+                                      [&](int a, int b) { return keys[a] < keys[b]; });
+                     return order;
+                   }),
+      rc::gen::container<std::vector<int64_t>>(rank, Uniform<int64_t>(0, 3)),
+      rc::gen::container<std::vector<int64_t>>(rank, Uniform<int64_t>(0, 3)));
+}
+
+TensorSpec ApplyLayout(TensorSpec spec, const LayoutDraw& layout) {
+  spec.buffer_order = layout.order;
+  spec.padding = layout.padding;
+  for (size_t d = 0; d < spec.shape.size(); ++d) {
+    spec.offset[d] = spec.padding[d] == 0 ? 0 : layout.offset_seed[d] % (spec.padding[d] + 1);
+  }
+  return spec;
+}
+
+}  // namespace
+
 rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
                                   LayoutKind layout) {
   int64_t count = 1;
@@ -64,30 +103,18 @@ rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Value
       return TensorSpec::Contiguous(dtype, shape, std::move(v));
     });
   }
-  std::vector<int> identity(rank);
-  std::iota(identity.begin(), identity.end(), 0);
   return rc::gen::apply(
-      [dtype, shape](std::vector<float> v, std::vector<int> order,
-                     std::vector<int64_t> padding, std::vector<int64_t> offset_seed) {
-        TensorSpec spec = TensorSpec::Contiguous(dtype, shape, std::move(v));
-        spec.buffer_order = std::move(order);
-        spec.padding = std::move(padding);
-        for (size_t d = 0; d < spec.shape.size(); ++d) {
-          spec.offset[d] = spec.padding[d] == 0 ? 0 : offset_seed[d] % (spec.padding[d] + 1);
-        }
-        return spec;
+      [dtype, shape](std::vector<float> v, const LayoutDraw& layout) {
+        return ApplyLayout(TensorSpec::Contiguous(dtype, shape, std::move(v)), layout);
       },
-      gen_values,
-      // A permutation from random sort keys; keys shrink to 0, i.e. to the identity order.
-      rc::gen::map(rc::gen::container<std::vector<int>>(rank, Uniform(0, 100)),
-                   [identity](std::vector<int> keys) {
-                     std::vector<int> order = identity;
-                     std::stable_sort(order.begin(), order.end(),
-                                      [&](int a, int b) { return keys[a] < keys[b]; });
-                     return order;
-                   }),
-      rc::gen::container<std::vector<int64_t>>(rank, Uniform<int64_t>(0, 3)),
-      rc::gen::container<std::vector<int64_t>>(rank, Uniform<int64_t>(0, 3)));
+      gen_values, GenLayoutDraw(rank));
+}
+
+rc::Gen<TensorSpec> GenLayoutFor(TensorSpec values) {
+  const int rank = static_cast<int>(values.shape.size());
+  return rc::gen::map(GenLayoutDraw(rank), [values](const LayoutDraw& layout) {
+    return ApplyLayout(values, layout);
+  });
 }
 
 }  // namespace kvcheck::properties

@@ -5,6 +5,8 @@
 #define KVCHECK_PROPERTIES_GENERATORS_H_
 
 #include <cstdint>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "properties/tensor_spec.h"
@@ -20,6 +22,27 @@ rc::Gen<DType> GenDType();
 template <typename T>
 rc::Gen<T> Uniform(T lo, T hi) {
   return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+}
+
+// A drawn value with a name, so that a counterexample says what a number is ("flash threads:
+// 3", not "int: 3"): RapidCheck prints every top-level draw of a property body.
+template <typename T>
+struct Labeled {
+  std::string label;
+  T value;
+};
+
+template <typename T>
+void showValue(const Labeled<T>& labeled, std::ostream& os) {
+  os << labeled.label << ": ";
+  rc::show(labeled.value, os);
+}
+
+// `gen` with a label: `const int threads = (*Label("flash threads", Uniform(1, 5))).value;`
+template <typename T>
+rc::Gen<Labeled<T>> Label(std::string label, rc::Gen<T> gen) {
+  return rc::gen::map(std::move(gen),
+                      [label](T value) { return Labeled<T>{label, std::move(value)}; });
 }
 
 // True `percent`% of the time; shrinks to false. For optional features, so that a shrunk
@@ -51,6 +74,10 @@ enum class LayoutKind {
 // A tensor of `shape` with generated values and a generated layout.
 rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
                                   LayoutKind layout);
+
+// `values` (a contiguous spec) given a generated layout (LayoutKind::kAny): only the layout
+// is drawn, for tensors whose values come from elsewhere (a seed).
+rc::Gen<TensorSpec> GenLayoutFor(TensorSpec values);
 
 }  // namespace kvcheck::properties
 

@@ -36,10 +36,8 @@ int64_t LengthNear(std::vector<int64_t> edges, int64_t lo, int64_t hi) {
 
 TensorSpec SpecFor(DType dtype, std::vector<int64_t> shape, std::vector<float> values,
                    bool strided) {
-  if (!strided) return TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
-  TensorSpec spec = *GenTensorSpec(dtype, shape, Values::kFinite, LayoutKind::kAny);
-  spec.values = std::move(values);
-  return spec;
+  TensorSpec spec = TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
+  return strided ? *GenLayoutFor(std::move(spec)) : spec;
 }
 
 const char* SpecialName(float x) {

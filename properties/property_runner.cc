@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "rapidcheck.h"
 #include "rapidcheck/detail/Configuration.h"
+#include "reference/reference_attention.h"
 
 namespace kvcheck::properties {
 namespace {
@@ -60,6 +61,10 @@ RunOptions RunOptionsFromEnvironment() {
     if (absl::SimpleAtod(scale, &value) && value > 0) options.case_scale = value;
   }
   if (const char* reproduce = std::getenv("KVCHECK_REPRODUCE")) options.reproduce = reproduce;
+  if (const char* oracle = std::getenv("KVCHECK_ORACLE")) {
+    reference::Oracle parsed;
+    if (reference::ParseOracle(oracle, &parsed)) reference::SetDefaultOracle(parsed);
+  }
   if (const char* isolation = std::getenv("KVCHECK_ISOLATION")) {
     ParseIsolation(isolation, &options.isolation.mode);
   }

@@ -54,7 +54,8 @@ struct RunOptions {
 
 // RunOptions from the environment: KVCHECK_SEED, KVCHECK_CASE_SCALE, KVCHECK_REPRODUCE,
 // KVCHECK_ISOLATION (fork | none), KVCHECK_CASE_TIMEOUT (seconds), KVCHECK_SHRINK_SECONDS,
-// KVCHECK_SHRINK_ATTEMPTS.
+// KVCHECK_SHRINK_ATTEMPTS, and KVCHECK_ORACLE (dd | real: sets the reference's default
+// number type, reference_attention.h).
 RunOptions RunOptionsFromEnvironment();
 
 struct PropertyOutcome {

@@ -4,6 +4,7 @@
 #ifndef KVCHECK_PROPERTIES_RATIO_WIRE_H_
 #define KVCHECK_PROPERTIES_RATIO_WIRE_H_
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -14,8 +15,11 @@
 
 namespace kvcheck::properties {
 
-// Appends one record: the label, a count that travels with it, and the ratios.
-inline void AppendRatioRecord(std::string& wire, std::string_view label, int64_t count,
+// Counts that travel with a record (cases, elements outside the bound's regime, ...).
+using RecordCounts = std::array<int64_t, 3>;
+
+// Appends one record: the label, its counts, and the ratios.
+inline void AppendRatioRecord(std::string& wire, std::string_view label, const RecordCounts& counts,
                               const reference::RatioStats& ratios) {
   const auto put = [&wire](const void* data, size_t size) {
     wire.append(static_cast<const char*>(data), size);
@@ -24,7 +28,7 @@ inline void AppendRatioRecord(std::string& wire, std::string_view label, int64_t
   const uint64_t ratio_count = static_cast<uint64_t>(ratios.count());
   put(&label_size, sizeof label_size);
   put(label.data(), label.size());
-  put(&count, sizeof count);
+  put(counts.data(), sizeof counts);
   put(&ratio_count, sizeof ratio_count);
   put(ratios.values().data(), ratio_count * sizeof(double));
 }
@@ -32,7 +36,7 @@ inline void AppendRatioRecord(std::string& wire, std::string_view label, int64_t
 // Calls `record` for every record of `wire` (the output of AppendRatioRecord calls).
 inline void ForEachRatioRecord(
     std::string_view wire,
-    const std::function<void(std::string_view label, int64_t count,
+    const std::function<void(std::string_view label, const RecordCounts& counts,
                              const reference::RatioStats& ratios)>& record) {
   size_t at = 0;
   const auto get = [&](void* data, size_t size) {
@@ -43,18 +47,18 @@ inline void ForEachRatioRecord(
   };
   while (at < wire.size()) {
     uint64_t label_size = 0, ratio_count = 0;
-    int64_t count = 0;
+    RecordCounts counts{};
     if (!get(&label_size, sizeof label_size) || at + label_size > wire.size()) return;
     const std::string_view label = wire.substr(at, label_size);
     at += label_size;
-    if (!get(&count, sizeof count) || !get(&ratio_count, sizeof ratio_count)) return;
+    if (!get(counts.data(), sizeof counts) || !get(&ratio_count, sizeof ratio_count)) return;
     reference::RatioStats ratios;
     for (uint64_t i = 0; i < ratio_count; ++i) {
       double ratio;
       if (!get(&ratio, sizeof ratio)) return;
       ratios.Add(ratio);
     }
-    record(label, count, ratios);
+    record(label, counts, ratios);
   }
 }
 

@@ -13,10 +13,16 @@ std::vector<float> StraightforwardAttention(const reference::AttentionProblem& p
   const int64_t group = p.num_heads / p.num_kv_heads;
   std::vector<float> scores;
   std::vector<int64_t> keys;
+  std::vector<bool> wanted;  // the checked rows (all when the problem names none)
+  if (!p.checked_rows.empty()) {
+    wanted.assign(p.batch * p.num_heads * p.q_len, false);
+    for (int64_t row : p.checked_rows) wanted[row] = true;
+  }
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t h = 0; h < p.num_heads; ++h) {
       const int64_t kv_head = h / group;
       for (int64_t i = 0; i < p.q_len; ++i) {
+        if (!wanted.empty() && !wanted[(b * p.num_heads + h) * p.q_len + i]) continue;
         scores.clear();
         keys.clear();
         const int64_t qpos = p.QPosition(b, i);

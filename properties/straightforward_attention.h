@@ -14,7 +14,8 @@
 namespace kvcheck::properties {
 
 // Output (B, H, Sq, D) row-major, widened to float. Same semantics as the reference:
-// rows without allowed keys are 0, NaN propagates.
+// rows without allowed keys are 0, NaN propagates. Only the problem's checked_rows are
+// computed when it names some (the others are 0).
 std::vector<float> StraightforwardAttention(const reference::AttentionProblem& problem);
 
 }  // namespace kvcheck::properties

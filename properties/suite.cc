@@ -15,7 +15,8 @@ Suite DefaultSuite() {
     spec.default_cases = std::max(1, spec.default_cases / 2);
     suite.properties.push_back(std::move(spec));
   }
-  for (PropertySpec& spec : AttentionProperties(suite.kernel_stats.get())) {
+  for (PropertySpec& spec :
+       AttentionProperties(suite.kernel_stats.get(), suite.envelope_stats.get())) {
     spec.default_cases = std::max(1, spec.default_cases / 3);
     suite.properties.push_back(std::move(spec));
   }

@@ -23,6 +23,8 @@ struct Suite {
   std::unique_ptr<CacheMachineStatsMap> cache_stats = std::make_unique<CacheMachineStatsMap>();
   // Observed/bound ratios of every attention kernel, per dtype.
   std::unique_ptr<KernelStatsMap> kernel_stats = std::make_unique<KernelStatsMap>();
+  // Precision-envelope ratios of every attention kernel, per dtype.
+  std::unique_ptr<KernelStatsMap> envelope_stats = std::make_unique<KernelStatsMap>();
 };
 
 // The default kvcheck run: reference soundness (a few hundred problems), the tensor-op

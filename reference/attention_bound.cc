@@ -93,10 +93,35 @@ RowBoundTerms ComputeRowBoundTerms(const RowSoftmax& row, const BoundModel& mode
   return terms;
 }
 
+double HullBound(absl::Span<const double> values, DType output_dtype) {
+  double lowest = values[0], highest = values[0], largest = 0;
+  for (double v : values) {
+    lowest = std::min(lowest, v);
+    highest = std::max(highest, v);
+    largest = std::max(largest, std::fabs(v));
+  }
+  const double n = static_cast<double>(values.size());
+  // The computed weights w_j >= 0 reach the accumulator and the running sum multiplied by the
+  // same rescale factors, so acc / l is a convex combination of the v_j up to the roundings
+  // of the products with v, the rescales (<= n + 1 per term) and the sums (<= n + 2), each
+  // relative to the weighted magnitudes: at most 4n + 12 of them, relative to max |v| once
+  // divided by l (>= 1: the largest weight is exp(0) = 1). Subnormal results add an absolute
+  // 2^-150 each.
+  const double accumulation = GammaF32(4 * static_cast<int64_t>(n) + 12) * largest +
+                              (4.0 * n + 8.0) * kSubnormalHalfSpacing;
+  const double before_division = largest + accumulation;
+  const double division = 2.0 * kU * before_division * (1.0 + 2.0 * kU);
+  return ((highest - lowest) + accumulation + division +
+          OutputRounding(before_division + division, output_dtype)) *
+         kSafety;
+}
+
 double OutputElementBound(const RowSoftmax& row, const RowBoundTerms& terms,
                           absl::Span<const double> values, double exact_output,
-                          DType output_dtype) {
-  if (terms.vacuous) return std::numeric_limits<double>::infinity();
+                          DType output_dtype, bool* from_hull) {
+  const double hull = HullBound(values, output_dtype);
+  if (from_hull != nullptr) *from_hull = true;
+  if (terms.vacuous) return hull;
   const size_t n = row.probability.size();
   const double big_e = terms.max_score_error;
   // (1) Score errors move the exact softmax: sum_j |p^_j - p_j| |v_j - o|, with
@@ -121,9 +146,11 @@ double OutputElementBound(const RowSoftmax& row, const RowBoundTerms& terms,
   const double division_term = 2.0 * kU * before_division * (1.0 + 2.0 * kU);
   // (4) One rounding to the output dtype.
   const double before_output = before_division + division_term;
-  const double total = score_term + arithmetic_term + division_term +
-                       OutputRounding(before_output, output_dtype);
-  return total * kSafety;
+  const double total = (score_term + arithmetic_term + division_term +
+                        OutputRounding(before_output, output_dtype)) *
+                       kSafety;
+  if (from_hull != nullptr) *from_hull = hull < total;
+  return std::min(total, hull);
 }
 
 }  // namespace kvcheck::reference

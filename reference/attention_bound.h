@@ -70,10 +70,19 @@ struct RowBoundTerms {
 RowBoundTerms ComputeRowBoundTerms(const RowSoftmax& row, const BoundModel& model);
 
 // Bound on |computed - exact| for one output element with exact value `exact_output`, given
-// the row's values v_j[d] for the allowed keys, in the same order as `row`.
+// the row's values v_j[d] for the allowed keys, in the same order as `row`: the smaller of the
+// derived bound (steps 1 to 4 of ERROR_BOUND.md) and the convex-hull bound (step 5), which
+// stays finite when score errors make the derived one vacuous. *from_hull (may be null) says
+// which one it was.
 double OutputElementBound(const RowSoftmax& row, const RowBoundTerms& terms,
                           absl::Span<const double> values, double exact_output,
-                          DType output_dtype);
+                          DType output_dtype, bool* from_hull = nullptr);
+
+// The convex-hull bound alone (ERROR_BOUND.md step 5): a kernel's output before rounding is a
+// convex combination of the allowed v_j[d] up to its accumulation roundings, whatever its
+// score errors, so |computed - exact| <= (max v - min v) + roundings. REQUIRES: values
+// non-empty and finite.
+double HullBound(absl::Span<const double> values, DType output_dtype);
 
 // gamma_n = n u / (1 - n u) with u = 2^-24 (Higham's constant).
 double GammaF32(int64_t n);

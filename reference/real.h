@@ -3,9 +3,12 @@
 // (boost::multiprecision::cpp_bin_float_50: 168-bit significand, 32-bit exponent).
 //
 // Every f32/f16/bf16 value converts to Real exactly, a product of two f32 values is exact, and
-// sums of a few thousand such products are exact to far below one f32 ulp. The exponent range
-// is large enough that exp() of any attention score never underflows or overflows. Real
-// follows IEEE rules for inf and NaN (0 * inf = NaN, inf - inf = NaN).
+// sums of a few thousand such products are exact to far below one f32 ulp. The exponent is a
+// 32-bit integer: exp(x) underflows to 0 for x below about -1.49e9 (a softmax weight that
+// small is flushed: reference_attention.h says why that is harmless) and overflows far
+// beyond any attention score. Real follows IEEE rules for inf and NaN (0 * inf = NaN,
+// inf - inf = NaN). The helpers below take any Boost.Multiprecision number (the reference
+// also runs in cpp_bin_float_100 as ground truth).
 #ifndef KVCHECK_REFERENCE_REAL_H_
 #define KVCHECK_REFERENCE_REAL_H_
 
@@ -17,12 +20,24 @@ namespace kvcheck::reference {
 
 using Real = boost::multiprecision::cpp_bin_float_50;
 
-inline bool IsNaN(const Real& x) { return boost::multiprecision::isnan(x); }
-inline bool IsInf(const Real& x) { return boost::multiprecision::isinf(x); }
-inline bool IsFinite(const Real& x) { return boost::multiprecision::isfinite(x); }
+template <class Backend, boost::multiprecision::expression_template_option Templates>
+bool IsNaN(const boost::multiprecision::number<Backend, Templates>& x) {
+  return boost::multiprecision::isnan(x);
+}
+template <class Backend, boost::multiprecision::expression_template_option Templates>
+bool IsInf(const boost::multiprecision::number<Backend, Templates>& x) {
+  return boost::multiprecision::isinf(x);
+}
+template <class Backend, boost::multiprecision::expression_template_option Templates>
+bool IsFinite(const boost::multiprecision::number<Backend, Templates>& x) {
+  return boost::multiprecision::isfinite(x);
+}
 
-// Nearest double (for bound arithmetic and reports; not for the reference values).
-inline double ToDouble(const Real& x) { return x.convert_to<double>(); }
+// Nearest double (for bound arithmetic and reports).
+template <class Backend, boost::multiprecision::expression_template_option Templates>
+double ToDouble(const boost::multiprecision::number<Backend, Templates>& x) {
+  return x.template convert_to<double>();
+}
 
 }  // namespace kvcheck::reference
 

@@ -13,7 +13,9 @@
 //   - Score s = scale * <q_i, k_j> (scale defaults to 1/sqrt(D)); softcap c > 0:
 //     s = c * tanh(s / c); ALiBi: s += slope[h] * (kpos - qpos); mask: s += mask value.
 //   - Allowed keys: causal kpos <= qpos; window W > 0: qpos - kpos < W; a mask value of -inf
-//     removes the key (and its k and v are never read into the result).
+//     removes the key (and its k and v are never read into the result). A mask value of +inf
+//     or NaN on an allowed key makes that score +inf or NaN, and so the whole row NaN (a
+//     softmax with an infinite weight has no value; a kernel must not pick a key for it).
 //   - Softmax over allowed keys, weighted sum of v. A row with no allowed key is exactly 0.
 //     NaN in an allowed input is never hidden (a NaN score makes the row NaN; a NaN v[j][d]
 //     makes element d NaN).

@@ -107,10 +107,20 @@ absl::StatusOr<Layout> Layout::Strided(absl::Span<const int64_t> shape,
 }
 
 bool Layout::is_contiguous() const {
+  // acc is the product of the sizes inside d, in exact arithmetic. It can pass int64_t only in
+  // an empty view (a zero size further out keeps the element count small, e.g. [0, 2, 2^32,
+  // 2^32]); past that point no stride can equal it, so a size > 1 is not contiguous, until a
+  // zero size brings the product back to 0.
   int64_t acc = 1;
+  bool past_int64 = false;
   for (int d = rank() - 1; d >= 0; --d) {
-    if (shape_[d] > 1 && strides_[d] != acc) return false;
-    acc *= shape_[d];  // cannot overflow: the element count fits in int64_t
+    if (shape_[d] > 1 && (past_int64 || strides_[d] != acc)) return false;
+    if (shape_[d] == 0) {
+      acc = 0;
+      past_int64 = false;
+    } else if (!past_int64 && __builtin_mul_overflow(acc, shape_[d], &acc)) {
+      past_int64 = true;
+    }
   }
   return true;
 }

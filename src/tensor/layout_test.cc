@@ -45,6 +45,17 @@ TEST(Layout, ContiguityRuleOfTheSeedDocument) {
   EXPECT_FALSE(Layout::Strided({2, 3, 0, 4}, {96, 32, 4, 1}, 0)->is_contiguous());
   // The offset does not matter.
   EXPECT_TRUE(Layout::Strided({2, 3}, {3, 1}, 17)->is_contiguous());
+  // The product of the inner sizes passes int64_t in an empty view: no stride can match it
+  // (found by tensor/huge_empty_and_broadcast_tensors; the product once wrapped to 0, which
+  // the size-2 dimension's stride 0 matched).
+  const int64_t big = int64_t{1} << 32;
+  EXPECT_FALSE(Layout::Strided({0, 2, big, big}, {0, 0, big, 1}, 0)->is_contiguous());
+  // Row-major strides up to the product's overflow, then only sizes 1 and 0: contiguous, and
+  // computed without a signed overflow (UBSan found the old multiplication here).
+  EXPECT_TRUE(Layout::Strided({0, 1, (int64_t{1} << 31) - 1, int64_t{1} << 40},
+                              {0, 0, int64_t{1} << 40, 1}, 0)->is_contiguous());
+  // A zero size further in brings the product back to 0.
+  EXPECT_TRUE(Layout::Strided({2, 0, big, big}, {0, 0, big, 1}, 0)->is_contiguous());
 }
 
 TEST(Layout, RejectsNegativeAndOverflowingSizes) {
