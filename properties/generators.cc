@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "src/base/split_mix.h"
+
 namespace kvcheck::properties {
 
 rc::Gen<DType> GenDType() { return rc::gen::map(Uniform(0, 3), [](int i) { return kAllDTypes[i]; }); }
@@ -38,6 +40,29 @@ rc::Gen<float> GenElement(DType dtype, Values values) {
   }
   return rc::gen::map(chosen,
                       [dtype](float x) { return RoundToDType(x, dtype); });
+}
+
+std::vector<float> SeededElements(uint64_t seed, int64_t count, DType dtype) {
+  std::vector<float> values(count);
+  uint64_t state = seed;
+  for (float& value : values) {
+    const uint64_t z = SplitMix64(state);
+    const int kind = static_cast<int>(z % 20);
+    const bool negative = (z >> 8) & 1;
+    float x;
+    if (kind == 0) {
+      x = 0.0f;
+    } else if (kind == 1) {  // a subnormal of the dtype
+      x = std::ldexp(static_cast<float>((z >> 9) % 1023 + 1), dtype == DType::kF16 ? -24 : -149);
+    } else if (kind < 11) {  // varied magnitudes, 2^-20 .. 2^12
+      x = std::ldexp(static_cast<float>((z >> 9) % 1024 + 1024) / 1024.0f,
+                     static_cast<int>((z >> 20) % 32) - 20);
+    } else {  // small integers
+      x = static_cast<float>((z >> 9) % 9);
+    }
+    value = RoundToDType(negative ? -x : x, dtype);
+  }
+  return values;
 }
 
 rc::Gen<std::vector<int64_t>> GenShape(int min_rank, int max_rank, int64_t min_dim,

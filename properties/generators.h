@@ -71,6 +71,13 @@ enum class LayoutKind {
   kAny,          // random permutation of the buffer dims, random padding and offsets
 };
 
+// `count` finite element values of the kValues::kFinite kinds (small integers, varied
+// magnitudes, +0 and -0, subnormals of the dtype), already rounded to `dtype`, from a
+// SplitMix64 stream seeded with `seed`: one draw for a whole tensor, where bit patterns matter
+// but per-element shrinking does not (cache contents), and per-element generators would cost
+// more than the case.
+std::vector<float> SeededElements(uint64_t seed, int64_t count, DType dtype);
+
 // A tensor of `shape` with generated values and a generated layout.
 rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
                                   LayoutKind layout);

@@ -112,18 +112,34 @@ std::vector<float> Tensor::ToFloats() const {
   return values;
 }
 
-std::vector<uint32_t> Tensor::ToBits() const {
-  std::vector<uint32_t> bits;
-  bits.reserve(num_elements());
-  const int64_t element_size = DTypeSize(dtype_);
-  const std::byte* base = storage_ == nullptr ? nullptr : storage_->bytes();
-  ForEachRow(layout_, [&](int64_t offset, int64_t length, int64_t stride) {
+namespace {
+
+// Appends the bits of the elements of `layout` over `base`, each of kSize bytes. The copy
+// size is a constant so that each element is one load (the properties compare views bit by
+// bit after every command, so this is a hot path of the suite).
+template <int kSize>
+void AppendBits(const std::byte* base, const Layout& layout, uint32_t* out) {
+  ForEachRow(layout, [&](int64_t offset, int64_t length, int64_t stride) {
+    const std::byte* row = base + offset * kSize;
     for (int64_t i = 0; i < length; ++i) {
       uint32_t value = 0;  // f16/bf16 bits land in the low half (little-endian x86/ARM)
-      std::memcpy(&value, base + (offset + i * stride) * element_size, element_size);
-      bits.push_back(value);
+      std::memcpy(&value, row + i * stride * kSize, kSize);
+      *out++ = value;
     }
   });
+}
+
+}  // namespace
+
+std::vector<uint32_t> Tensor::ToBits() const {
+  std::vector<uint32_t> bits(num_elements());
+  if (bits.empty()) return bits;
+  const std::byte* base = storage_->bytes();
+  if (DTypeSize(dtype_) == 4) {
+    AppendBits<4>(base, layout_, bits.data());
+  } else {
+    AppendBits<2>(base, layout_, bits.data());
+  }
   return bits;
 }
 
