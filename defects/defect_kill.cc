@@ -46,6 +46,9 @@ KillResult RunKill(const Defect& defect, const properties::RunOptions& options) 
   const properties::PropertySpec spec = KillingProperty(defect);
   properties::RunOptions run = options;
   run.case_scale = 1.0;  // the budget is part of the claim
+  // Defects crash (an out-of-bounds write, an abort): always in a forked child, whatever the
+  // isolation the properties ran with, so that one defect never ends the catalogue's run.
+  run.isolation.mode = properties::Isolation::kFork;
   run.fixed_cases = 0;
   run.max_cases = 0;
   const properties::PropertyOutcome outcome = properties::RunProperty(spec, run);

@@ -35,7 +35,8 @@ inline constexpr int kGenerationBudget = 60;
 // REQUIRES: defect.killer is not kPending.
 properties::PropertySpec KillingProperty(const Defect& defect);
 
-// Runs KillingProperty(defect) with `options` (progress, seed; the budget is the property's).
+// Runs KillingProperty(defect) with `options` (progress, seed; the budget is the property's,
+// and the cases always run forked: defects crash).
 KillResult RunKill(const Defect& defect, const properties::RunOptions& options);
 
 // One row of the kill table: defect, property, result (killed by assertion, crash or timeout),

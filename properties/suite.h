@@ -27,11 +27,11 @@ struct Suite {
   std::unique_ptr<KernelStatsMap> envelope_stats = std::make_unique<KernelStatsMap>();
 };
 
-// The default kvcheck run, with the test suite's case counts: reference soundness (a few
-// hundred problems) and the oracles' agreement, the tensor-op properties, then the cache state
-// machine of every registered strategy x dtype, the growth and storage-budget laws, then the
-// attention kernel laws and the precision envelope of every registered kernel, then the
-// generation laws.
+// The default kvcheck run: reference soundness (a few hundred problems) and the oracles'
+// agreement, then, with twice the test suite's case counts, the tensor-op properties, the
+// cache state machine of every registered strategy x dtype, the growth and storage-budget
+// laws, the attention kernel laws and the precision envelope of every registered kernel, and
+// the generation laws.
 Suite DefaultSuite();
 
 }  // namespace kvcheck::properties

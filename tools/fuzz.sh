@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # tools/fuzz.sh — continuous fuzzing of the libFuzzer targets in fuzz/.
 #
-#   tools/fuzz.sh [-t SECONDS] [-r ROUNDS] [TARGET...]
+#   tools/fuzz.sh [-t SECONDS] [-r ROUNDS] [-c CORE] [TARGET...]
 #
 #   TARGET     cache_ops, attention, tensor_ops (default: all three)
 #   -t         seconds per target per round (default 60)
 #   -r         rounds of the rotation; 0 runs until interrupted (default 1)
+#   -c         the CPU core the fuzzers are pinned to (default 0)
 #
 # Builds the targets under --config=fuzz (clang, libFuzzer, ASan, UBSan), then runs each in
 # turn for the given time on one core, starting from fuzz/corpus/<target>/. After each run it
@@ -21,11 +22,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=60
 rounds=1
-while getopts "t:r:h" opt; do
+core=0
+while getopts "t:r:c:h" opt; do
   case "$opt" in
     t) seconds=$OPTARG ;;
     r) rounds=$OPTARG ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    c) core=$OPTARG ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -61,7 +64,7 @@ while [[ $rounds -eq 0 || $round -lt $rounds ]]; do
     # New inputs are written to the first directory; the seed corpus is only read.
     set +e
     # One core, one BLAS thread: the execs/s are per core.
-    OPENBLAS_NUM_THREADS=1 taskset -c 0 "$bin" "$new" "fuzz/corpus/$t" "${dict[@]}" \
+    OPENBLAS_NUM_THREADS=1 taskset -c "$core" "$bin" "$new" "fuzz/corpus/$t" "${dict[@]}" \
       -max_total_time="$seconds" \
       -artifact_prefix="$crashes/" -print_final_stats=1 -rss_limit_mb=4096 >"$log" 2>&1
     status=$?
