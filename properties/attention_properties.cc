@@ -439,37 +439,44 @@ std::string FormatEnvelopeStats(const KernelStatsMap& stats) {
   return text;
 }
 
-PropertySpec KernelLawProperty(
-    const std::string& name,
-    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionParams& params),
-    int cases) {
-  return {"attention/" + name + "/vs_reference", cases, [name, kernel] {
+namespace {
+
+using KernelFn = absl::StatusOr<Tensor> (*)(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionParams& params);
+
+// One kernel on generated cases, judged by `verdict` (the bound or the precision envelope):
+// "attention/<name>/<law>".
+PropertySpec SingleKernelProperty(
+    const std::string& name, const std::string& law, KernelFn kernel, int cases,
+    void (*verdict)(const std::string& name, const KernelCase& c, const ReferenceAttention& exact,
+                    const absl::StatusOr<Tensor>& out)) {
+  return {absl::StrCat("attention/", name, "/", law), cases, [name, kernel, verdict] {
             const KernelCase c = GenSampledCase();
             Classify(c);
             RunIsolated([&] {
               const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
               const KernelInputs in = Inputs(c);
-              Check(name, c, exact, kernel(in.q, in.k, in.v, in.params));
+              verdict(name, c, exact, kernel(in.q, in.k, in.v, in.params));
             });
           }};
 }
 
-PropertySpec PrecisionEnvelopeLawProperty(
-    const std::string& name,
-    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionParams& params),
-    int cases) {
-  return {"attention/" + name + "/precision_envelope", cases, [name, kernel] {
-            const KernelCase c = GenSampledCase();
-            Classify(c);
-            RunIsolated([&] {
-              const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
-              const KernelInputs in = Inputs(c);
-              CheckEnvelope(name, c, exact, StraightforwardAttention(c.problem),
-                            kernel(in.q, in.k, in.v, in.params), nullptr);
-            });
-          }};
+}  // namespace
+
+PropertySpec KernelLawProperty(const std::string& name, KernelFn kernel, int cases) {
+  return SingleKernelProperty(
+      name, "vs_reference", kernel, cases,
+      [](const std::string& name, const KernelCase& c, const ReferenceAttention& exact,
+         const absl::StatusOr<Tensor>& out) { Check(name, c, exact, out); });
+}
+
+PropertySpec PrecisionEnvelopeLawProperty(const std::string& name, KernelFn kernel, int cases) {
+  return SingleKernelProperty(
+      name, "precision_envelope", kernel, cases,
+      [](const std::string& name, const KernelCase& c, const ReferenceAttention& exact,
+         const absl::StatusOr<Tensor>& out) {
+        CheckEnvelope(name, c, exact, StraightforwardAttention(c.problem), out, nullptr);
+      });
 }
 
 std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
