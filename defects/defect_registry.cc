@@ -194,6 +194,22 @@ const Defect kDefects[] = {
      "a straightforward f32 attention.",
      DefectKind::kAttention, Killer::kPrecisionEnvelope, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kCoarseAccumulator>, nullptr},
+    {"attention_finite_initial_max",
+     "candle 0.11 sdpa_vector_2pass (spec 4.3: initial max -1e9, finite); masks built with a "
+     "finite minus infinity",
+     "The running max starts at -1e9: when every allowed score is more than ~87 below -1e9 "
+     "(a row masked with -1e9, as models build masks, plus any score below -87) every weight "
+     "underflows against it and the row is 0 / 0 = NaN.",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kFiniteInitialMax>, nullptr},
+    {"attention_empty_split_poisons_merge",
+     "flash-decoding merge of per-split normalised partials without a guard for an empty split",
+     "Keys are split in three ranges, each normalised on its own (O_i = acc_i / l_i) and merged "
+     "by log-sum-exp weights; a range in which a row sees no key gives O_i = 0 / 0 = NaN, and "
+     "its zero weight does not cancel it (0 * NaN = NaN): rows whose keys lie in one range only "
+     "(windows, causal rows, masks) come out NaN.",
+     DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
+     &Kernel<AttentionDefect::kEmptySplitPoisonsMerge>, nullptr},
     {"decoder_mask_from_zero", "seed 004 exercise: mask sliced from 0, not the position pointer",
      "The causal mask of a chunk starts at row 0 instead of the position pointer: in the cached "
      "path the queries sit at positions 0.. while their keys sit at the pointer, so a decoded "

@@ -1,6 +1,7 @@
 // File: defective_attention.h
-// DefectiveAttention: a plain online-softmax attention (one key at a time, f32) with one
-// classic attention defect switched on; each is a registered kernel variant of the catalogue.
+// DefectiveAttention: a plain online-softmax attention (one key at a time, f32; three key
+// ranges merged flash-decoding style for the split defect) with one classic attention defect
+// switched on; each is a registered kernel variant of the catalogue.
 #ifndef KVCHECK_DEFECTS_DEFECTIVE_ATTENTION_H_
 #define KVCHECK_DEFECTS_DEFECTIVE_ATTENTION_H_
 
@@ -18,6 +19,8 @@ enum class AttentionDefect {
   kSoftcapDecodeBias,     // softcap decode adds (kpos - qpos) to every score (slope 1)
   kMaskedRowNaN,          // a row with no allowed key is 0 / 0 = NaN instead of 0
   kCoarseAccumulator,     // the softmax sum and output accumulator keep 20 significant bits
+  kFiniteInitialMax,      // the running max starts at -1e9, not -inf (candle's 2-pass)
+  kEmptySplitPoisonsMerge,  // a key range with no allowed key is 0/0 = NaN in the merge
 };
 
 absl::StatusOr<Tensor> DefectiveAttention(AttentionDefect defect, const Tensor& q,

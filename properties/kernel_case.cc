@@ -109,7 +109,7 @@ void GenerateMask(KernelCase& c) {
   p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
   p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
   const int64_t rows = p.mask_batch * p.mask_heads * p.q_len;
-  const int pattern = *rc::gen::element(0, 1, 2, 3, 4);
+  const int pattern = *rc::gen::element(0, 1, 2, 3, 4, 5);
   // Random entries from a seeded stream: 0, -inf or a finite bias (and +inf / NaN when the
   // pattern asks for them).
   const std::vector<float> noise =
@@ -146,6 +146,21 @@ void GenerateMask(KernelCase& c) {
         }
       }
       c.notes.push_back(absl::StrCat("mask allows only keys [", first, ", ", first + kTile, ")"));
+      break;
+    }
+    case 5: {  // a finite "minus infinity", as many models build their masks (-1e9, or a
+               // huge one like finfo.min, here -1e30 to stay inside the checked range): whole
+               // rows of it, and it where the random mask has -inf
+      const float minus_infinity = *rc::gen::element(-1e9f, -1e30f);
+      for (int64_t r = 0; r < rows; ++r) {
+        const bool whole_row = Sometimes(50);
+        for (int64_t j = 0; j < p.kv_len; ++j) {
+          float& entry = p.mask[r * p.kv_len + j];
+          if (whole_row || entry == -INFINITY) entry = minus_infinity;
+        }
+      }
+      c.notes.push_back(absl::StrCat("mask uses ", minus_infinity,
+                                     " for removed keys, and whole rows of it"));
       break;
     }
     case 4: {  // a few +inf or NaN entries

@@ -7,7 +7,8 @@
 //     32-key tile and +-1, around the 512-key split threshold, and at W - 1, W, W + 1 for a
 //     window W;
 //   - features: custom scale, softcap, ALiBi, causal, sliding window, additive masks (random,
-//     leading tiles removed, whole rows removed, only one tile allowed, +inf / NaN entries),
+//     leading tiles removed, whole rows removed, only one tile allowed, +inf / NaN entries,
+//     a finite "minus infinity" of -1e9 or -1e30 as models build masks),
 //     default / ring-cache (slot order) / varlen (padded) positions, strided inputs;
 //   - values: unit scale, large (f16 dot overflow, huge scores), and special-value patterns:
 //     a few NaN / +-inf elements, a whole query row, a whole tile of keys or values.
