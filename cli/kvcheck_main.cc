@@ -7,7 +7,10 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +24,9 @@
 #include "absl/strings/str_split.h"
 #include "defects/defect_kill.h"
 #include "defects/defect_registry.h"
+#include "src/engine/engine_entries.h"
+#include "src/engine/plugin_engine.h"
+#include "src/engine/process_engine.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
 #include "reference/reference_attention.h"
@@ -45,6 +51,21 @@ ABSL_FLAG(double, shrink_seconds, 20,
           "case found so far.");
 ABSL_FLAG(int, shrink_attempts, 2000,
           "Shrinking a failure stops after this many candidate cases.");
+ABSL_FLAG(std::string, engine, "",
+          "Check an external engine instead of kvcheck's own: the path of a shared library "
+          "implementing the plug-in ABI (a file ending in .so: src/engine/kvcheck_engine.h), or "
+          "a command that speaks the process protocol on stdin/stdout "
+          "(src/engine/PROTOCOL.md), e.g. 'python3 my_engine.py'.");
+ABSL_FLAG(bool, isolate, false,
+          "With a plug-in --engine: run it in its own process through kvcheck_engine_host "
+          "(an engine that crashes or hangs then never takes kvcheck's case process with it).");
+ABSL_FLAG(double, engine_timeout, 30,
+          "Seconds one request to a process engine may take before it counts as a hang.");
+ABSL_FLAG(std::string, engine_restart, "crash",
+          "When a process engine is restarted: crash (after a case that crashed, hung or broke "
+          "the protocol) or case (before every case).");
+ABSL_FLAG(std::string, engine_host, "",
+          "The kvcheck_engine_host binary for --isolate (default: next to kvcheck).");
 ABSL_FLAG(std::string, oracle, "dd",
           "The reference's number type: dd (double-double, ~106 bits, the fast default) or real "
           "(50 decimal digits, the cross-check); reference/ERROR_BOUND.md step 6.");
@@ -98,8 +119,86 @@ void PrintFinalLine(const std::string& label, const PropertyOutcome& outcome, in
                interactive ? "\x1b[K" : "");
 }
 
+// What the run checks, and the process engine behind it (if any).
+struct Checked {
+  std::shared_ptr<const properties::Subject> subject;
+  std::shared_ptr<engine::ProcessEngine> process;
+};
+
+bool IsPluginPath(const std::string& engine) {
+  const std::string base = engine.substr(engine.rfind('/') + 1);
+  return engine.find(' ') == std::string::npos &&
+         (absl::EndsWith(base, ".so") || base.find(".so.") != std::string::npos);
+}
+
+// kvcheck_engine_host next to this binary (bazel-bin/cli/), unless --engine_host says where.
+std::string EngineHostPath() {
+  if (!absl::GetFlag(FLAGS_engine_host).empty()) return absl::GetFlag(FLAGS_engine_host);
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, n) : std::string("./kvcheck");
+  return dir.substr(0, dir.rfind('/') + 1) + "kvcheck_engine_host";
+}
+
+// The subject of the run: kvcheck's own engine, or the one --engine names. Exits with 2
+// when the engine cannot be loaded or started (the message says why).
+Checked ChooseSubject() {
+  const std::string spec = absl::GetFlag(FLAGS_engine);
+  Checked checked;
+  if (spec.empty()) {
+    checked.subject = std::shared_ptr<const properties::Subject>(
+        &properties::BuiltinSubject(), [](const properties::Subject*) {});
+    return checked;
+  }
+  std::shared_ptr<engine::Engine> loaded;
+  if (IsPluginPath(spec) && !absl::GetFlag(FLAGS_isolate)) {
+    absl::StatusOr<std::unique_ptr<engine::PluginEngine>> plugin = engine::PluginEngine::Load(spec);
+    if (!plugin.ok()) {
+      std::fprintf(stderr, "kvcheck: %s\n", std::string(plugin.status().message()).c_str());
+      std::exit(2);
+    }
+    loaded = *std::move(plugin);
+  } else {
+    const std::string command =
+        IsPluginPath(spec) ? absl::StrCat(EngineHostPath(), " ", spec) : spec;
+    absl::StatusOr<std::unique_ptr<engine::ProcessEngine>> process =
+        engine::ProcessEngine::Start(command, {absl::GetFlag(FLAGS_engine_timeout)});
+    if (!process.ok()) {
+      std::fprintf(stderr, "kvcheck: cannot start engine '%s': %s\n", command.c_str(),
+                   std::string(process.status().message()).c_str());
+      std::exit(2);
+    }
+    checked.process = *std::move(process);
+    loaded = checked.process;
+  }
+  auto subject = std::make_shared<properties::Subject>();
+  subject->name = loaded->info().name;
+  subject->strategies = engine::EngineStrategies(loaded);
+  subject->kernels = engine::EngineKernels(loaded);
+  std::printf("kvcheck: checking engine %s (%s): %zu strategies, %zu kernels\n",
+              subject->name.c_str(), loaded->description().c_str(), subject->strategies.size(),
+              subject->kernels.size());
+  for (const CacheStrategy& s : subject->strategies) {
+    std::printf("  strategy %-24s %s%s%s%s\n", s.name, s.windowed ? "windowed " : "",
+                s.per_row ? "per-row " : "", s.forks ? "fork " : "",
+                s.reports_storage ? "stats" : "");
+  }
+  for (const AttentionKernel& k : subject->kernels) {
+    std::printf("  kernel   %-24s features 0x%02x dtypes 0x%x\n", k.name, k.features, k.dtypes);
+  }
+  checked.subject = std::move(subject);
+  return checked;
+}
+
 int Run() {
-  properties::Suite suite = properties::DefaultSuite();
+  const std::string restart = absl::GetFlag(FLAGS_engine_restart);
+  if (restart != "crash" && restart != "case") {
+    std::fprintf(stderr, "kvcheck: --engine_restart must be crash or case, not '%s'\n",
+                 restart.c_str());
+    return 3;
+  }
+  const Checked checked = ChooseSubject();
+  properties::Suite suite = properties::SuiteFor(checked.subject);
   std::vector<PropertySpec> selected;
   for (const PropertySpec& spec : suite.properties) {
     if (absl::StartsWith(spec.name, absl::GetFlag(FLAGS_only))) selected.push_back(spec);
@@ -135,6 +234,22 @@ int Run() {
   options.isolation.timeout_seconds = absl::GetFlag(FLAGS_case_timeout);
   options.shrink_seconds = absl::GetFlag(FLAGS_shrink_seconds);
   options.shrink_attempts = absl::GetFlag(FLAGS_shrink_attempts);
+  if (!absl::GetFlag(FLAGS_engine).empty()) {
+    options.replay_flags = absl::StrCat("--engine='", absl::GetFlag(FLAGS_engine), "'",
+                                        absl::GetFlag(FLAGS_isolate) ? " --isolate" : "");
+  }
+  if (checked.process != nullptr) {
+    // Between cases: a fresh engine after a case that died mid-request (or before every case).
+    options.isolation.after_case = [process = checked.process,
+                                    always = restart == "case"](properties::CaseEnd end) {
+      const absl::Status restarted =
+          process->RestartIfNeeded(always, end != properties::CaseEnd::kNone);
+      if (!restarted.ok()) {
+        std::fprintf(stderr, "kvcheck: restarting the engine failed: %s\n",
+                     std::string(restarted.message()).c_str());
+      }
+    };
+  }
   const bool interactive = isatty(fileno(stderr));
   std::printf("kvcheck: %zu properties, seed %llu, isolation %s, oracle %s\n", selected.size(),
               static_cast<unsigned long long>(options.seed),
@@ -165,18 +280,22 @@ int Run() {
                 o.passed ? "PASS" : "FAIL");
   }
   // The cache state machines: one row per strategy and dtype.
+  int width = 12;
+  for (const CacheStrategy& s : suite.subject->strategies) {
+    width = std::max(width, static_cast<int>(std::strlen(s.name)));
+  }
   bool header = false;
   for (const PropertyOutcome& o : outcomes) {
     auto stats = suite.cache_stats->find(o.name);
     if (stats == suite.cache_stats->end()) continue;
     if (!header) {
-      std::printf("\n%-12s %-6s %8s %10s  %s\n", "strategy", "dtype", "cases", "commands",
+      std::printf("\n%-*s %-6s %8s %10s  %s\n", width, "strategy", "dtype", "cases", "commands",
                   "result");
       header = true;
     }
     // Names are "cache/<strategy>/<dtype>".
     const std::vector<std::string> parts = absl::StrSplit(o.name, '/');
-    std::printf("%-12s %-6s %8d %10lld  %s\n", parts[1].c_str(), parts[2].c_str(), o.cases,
+    std::printf("%-*s %-6s %8d %10lld  %s\n", width, parts[1].c_str(), parts[2].c_str(), o.cases,
                 static_cast<long long>(stats->second.commands), o.passed ? "PASS" : "FAIL");
   }
   if (!suite.kernel_stats->empty()) {
@@ -198,7 +317,9 @@ int Run() {
 
   // The defect catalogue: every defect must be killed by its property within its budget.
   int survived = 0;
-  if (absl::GetFlag(FLAGS_defects) && absl::GetFlag(FLAGS_only).empty()) {
+  // (kvcheck's own catalogue: not run when checking another engine.)
+  if (absl::GetFlag(FLAGS_defects) && absl::GetFlag(FLAGS_only).empty() &&
+      suite.subject->builtin) {
     std::printf("\nDefect catalogue (each must be killed):\n%s",
                 defects::KillTableHeader().c_str());
     for (const defects::Defect& defect : defects::Defects()) {

@@ -38,11 +38,11 @@ absl::StatusOr<std::unique_ptr<model::Generator>> MakeGenerator(const model::Dec
   return CreateDefectiveGenerator(kDefect, decoder, std::move(options));
 }
 
-constexpr CacheStrategy kNoStrategy{"", "", {}, false, false, false, nullptr};
+const CacheStrategy kNoStrategy{"", "", {}, false, false, false, nullptr};
 
 // {name, summary, default config, windowed, amortized growth, per-row, factory}
-constexpr CacheStrategy Prealloc(const char* name, const char* summary,
-                                 absl::StatusOr<std::unique_ptr<KvCache>> (*create)(const CacheConfig&)) {
+CacheStrategy Prealloc(const char* name, const char* summary,
+                       absl::StatusOr<std::unique_ptr<KvCache>> (*create)(const CacheConfig&)) {
   return CacheStrategy{name, summary, {4, 0}, false, true, false, create};
 }
 

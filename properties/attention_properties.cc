@@ -11,6 +11,7 @@
 #include "properties/kernel_case.h"
 #include "properties/precision_envelope.h"
 #include "properties/straightforward_attention.h"
+#include "properties/subject.h"
 #include "properties/ratio_wire.h"
 #include "rapidcheck.h"
 #include "reference/reference_attention.h"
@@ -39,10 +40,10 @@ struct KernelRun {
   }
 };
 
-// Every registered kernel on one thread, and the threaded ones on two as well.
-std::vector<KernelRun> KernelRuns() {
+// Every kernel of the subject on one thread, and the threaded ones on two as well.
+std::vector<KernelRun> KernelRuns(const Subject& subject) {
   std::vector<KernelRun> runs;
-  for (const AttentionKernel& kernel : AttentionKernels()) {
+  for (const AttentionKernel& kernel : subject.kernels) {
     runs.push_back({kernel.name, &kernel, 1});
     if (kernel.threaded) runs.push_back({absl::StrCat(kernel.name, "@2 threads"), &kernel, 2});
   }
@@ -82,8 +83,13 @@ void MergeStats(std::string_view wire, KernelStatsMap* stats) {
   });
 }
 
-KernelCase GenSampledCase(int64_t max_kv_len = 600) {
-  KernelCase c = *GenKernelCase(max_kv_len);
+// What the subject's kernels all implement.
+KernelCaseLimits LimitsOf(const Subject& subject) {
+  return {subject.common_kernel_features(), subject.common_kernel_dtypes()};
+}
+
+KernelCase GenSampledCase(int64_t max_kv_len = 600, KernelCaseLimits limits = {}) {
+  KernelCase c = *GenKernelCase(max_kv_len, limits);
   SampleCheckedRows(c, kReferenceBudget);
   return c;
 }
@@ -142,16 +148,17 @@ void Classify(const KernelCase& c) {
   RC_CLASSIFY(!c.notes.empty(), "special values or mask pattern");
 }
 
-PropertySpec KernelsVsReference(KernelStatsMap* stats) {
-  return {"attention/kernels_vs_reference", 300, [stats] {
-            const KernelCase c = GenSampledCase();
+PropertySpec KernelsVsReference(KernelStatsMap* stats, const Subject& subject) {
+  return {"attention/kernels_vs_reference", 300, [stats, runs = KernelRuns(subject),
+                                                  limits = LimitsOf(subject)] {
+            const KernelCase c = GenSampledCase(600, limits);
             Classify(c);
             MergeStats(RunIsolatedWithPayload([&] {
                          const ReferenceAttention exact =
                              reference::ComputeReferenceAttention(c.problem);
                          const KernelInputs in = Inputs(c);
                          KernelStatsMap local;
-                         for (const KernelRun& run : KernelRuns()) {
+                         for (const KernelRun& run : runs) {
                            NoteStep(absl::StrCat("kernel ", run.name));
                            Record(local, run.name, c.problem.output_dtype,
                                   Check(run.name, c, exact, run(in)), exact);
@@ -164,16 +171,17 @@ PropertySpec KernelsVsReference(KernelStatsMap* stats) {
 
 // Every kernel against the straightforward f32 baseline (precision_envelope.h): a precision
 // regression too small for the bound is a failure of its own.
-PropertySpec PrecisionEnvelope(KernelStatsMap* stats) {
-  return {"attention/precision_envelope", 200, [stats] {
-            const KernelCase c = GenSampledCase();
+PropertySpec PrecisionEnvelope(KernelStatsMap* stats, const Subject& subject) {
+  return {"attention/precision_envelope", 200, [stats, runs = KernelRuns(subject),
+                                                limits = LimitsOf(subject)] {
+            const KernelCase c = GenSampledCase(600, limits);
             MergeStats(RunIsolatedWithPayload([&] {
                          const ReferenceAttention exact =
                              reference::ComputeReferenceAttention(c.problem);
                          const std::vector<float> baseline = StraightforwardAttention(c.problem);
                          const KernelInputs in = Inputs(c);
                          KernelStatsMap local;
-                         for (const KernelRun& run : KernelRuns()) {
+                         for (const KernelRun& run : runs) {
                            NoteStep(absl::StrCat("kernel ", run.name));
                            CheckEnvelope(run.name, c, exact, baseline, run(in), &local);
                          }
@@ -206,10 +214,11 @@ PropertySpec EverySimdTarget(KernelStatsMap* stats) {
           }};
 }
 
-// The last query row computed alone (decode) and as part of the block (prefill).
-PropertySpec DecodeEqualsPrefillLastRow() {
-  return {"attention/decode_equals_prefill_last_row", 100, [] {
-            KernelCase c = GenSampledCase(200);
+// The last query row computed alone (decode) and as part of the block (prefill), by each of
+// `runs`.
+PropertySpec DecodeEqualsPrefillLastRow(std::vector<KernelRun> runs, KernelCaseLimits limits) {
+  return {"attention/decode_equals_prefill_last_row", 100, [runs, limits] {
+            KernelCase c = GenSampledCase(200, limits);
             reference::AttentionProblem& p = c.problem;
             RC_PRE(p.q_len >= 2);
             // Only the last row of every (b, h) is compared.
@@ -220,21 +229,24 @@ PropertySpec DecodeEqualsPrefillLastRow() {
             RunIsolated([&] {
               const ReferenceAttention exact = reference::ComputeReferenceAttention(p);
               KernelInputs in = Inputs(c);
-              const absl::StatusOr<Tensor> prefill = FlashAttention(in.q, in.k, in.v, in.params);
-              Check("prefill", c, exact, prefill);
-              // Decode: the last query row with its position and mask row.
+              // Decode: the last query row with its position and mask row. With default
+              // positions the last row's default position is already Skv - 1 (bottom-right), so
+              // a kernel without explicit positions gets none.
               KernelInputs last = in;
               last.q = *Narrow(in.q, 2, p.q_len - 1, 1);
               last.params.q_positions.clear();
-              for (int64_t b = 0; b < p.batch; ++b) {
-                last.params.q_positions.push_back(c.problem.q_positions.empty()
-                                                      ? p.kv_len - 1
-                                                      : p.q_positions[b * p.q_len + p.q_len - 1]);
+              if (!c.problem.q_positions.empty()) {
+                for (int64_t b = 0; b < p.batch; ++b) {
+                  last.params.q_positions.push_back(p.q_positions[b * p.q_len + p.q_len - 1]);
+                }
               }
               if (in.params.mask.has_value()) last.params.mask = *Narrow(*in.params.mask, 2, p.q_len - 1, 1);
-              const absl::StatusOr<Tensor> decode =
-                  FlashAttention(last.q, last.k, last.v, last.params);
-              RC_ASSERT(decode.ok());
+              for (const KernelRun& run : runs) {
+              NoteStep(absl::StrCat("kernel ", run.name));
+              const absl::StatusOr<Tensor> prefill = run(in);
+              Check(run.name + " (prefill)", c, exact, prefill);
+              const absl::StatusOr<Tensor> decode = run(last);
+              if (!decode.ok()) RC_FAIL(absl::StrCat(run.name, " (decode) failed: ", decode.status().ToString()));
               const std::vector<float> prefill_values = prefill->ToFloats();
               const std::vector<float> decode_values = decode->ToFloats();
               for (int64_t bh = 0; bh < p.batch * p.num_heads; ++bh) {
@@ -252,11 +264,12 @@ PropertySpec DecodeEqualsPrefillLastRow() {
                                 std::fabs(static_cast<double>(a) - b) <= bound;
                   if (!same) {
                     RC_FAIL(absl::StrFormat(
-                        "row %d element %d: prefill %.9g, decode %.9g, exact %.17g (%s), 2x bound %.3g",
-                        bh, d, a, b, exact.value[at], reference::ExpectationName(exact.expectation[at]),
+                        "%s: row %d element %d: prefill %.9g, decode %.9g, exact %.17g (%s), 2x bound %.3g",
+                        run.name, bh, d, a, b, exact.value[at], reference::ExpectationName(exact.expectation[at]),
                         bound));
                   }
                 }
+              }
               }
             });
           }};
@@ -317,9 +330,10 @@ KernelCase PermuteBatch(const KernelCase& c, const std::vector<int64_t>& order) 
   return out;
 }
 
-PropertySpec BatchPermutation() {
-  return {"attention/batch_permutation_permutes_outputs", 100, [] {
-            const KernelCase c = GenSampledCase(200);
+PropertySpec BatchPermutation(const Subject& subject) {
+  return {"attention/batch_permutation_permutes_outputs", 100, [runs = KernelRuns(subject),
+                                                                limits = LimitsOf(subject)] {
+            const KernelCase c = GenSampledCase(200, limits);
             RC_PRE(c.problem.batch >= 2);
             std::vector<int64_t> order(c.problem.batch);
             std::iota(order.begin(), order.end(), 0);
@@ -327,7 +341,7 @@ PropertySpec BatchPermutation() {
             const KernelCase permuted = PermuteBatch(c, order);
             RunIsolated([&] {
               const KernelInputs a = Inputs(c), b = Inputs(permuted);
-              for (const KernelRun& run : KernelRuns()) {
+              for (const KernelRun& run : runs) {
                 NoteStep(absl::StrCat("kernel ", run.name));
                 const absl::StatusOr<Tensor> out = run(a);
                 const absl::StatusOr<Tensor> out_permuted = run(b);
@@ -441,9 +455,6 @@ std::string FormatEnvelopeStats(const KernelStatsMap& stats) {
 
 namespace {
 
-using KernelFn = absl::StatusOr<Tensor> (*)(const Tensor& q, const Tensor& k, const Tensor& v,
-                                            const AttentionParams& params);
-
 // One kernel on generated cases, judged by `verdict` (the bound or the precision envelope):
 // "attention/<name>/<law>".
 PropertySpec SingleKernelProperty(
@@ -480,10 +491,23 @@ PropertySpec PrecisionEnvelopeLawProperty(const std::string& name, KernelFn kern
 }
 
 std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
-                                              KernelStatsMap* envelope_stats) {
-  return {KernelsVsReference(stats),    PrecisionEnvelope(envelope_stats),
-          EverySimdTarget(stats),       DecodeEqualsPrefillLastRow(),
-          ThreadsAndSplits(),           BatchPermutation(),
+                                              KernelStatsMap* envelope_stats,
+                                              const Subject& subject) {
+  if (subject.kernels.empty()) return {};
+  if (!subject.builtin) {
+    return {KernelsVsReference(stats, subject), PrecisionEnvelope(envelope_stats, subject),
+            DecodeEqualsPrefillLastRow(KernelRuns(subject), LimitsOf(subject)),
+            BatchPermutation(subject)};
+  }
+  // The built-in engine: decode == prefill on the flash kernel (the one with a decode path of
+  // its own), and the laws about the flash kernel's and the ring cache's internals.
+  const AttentionKernel* flash = FindAttentionKernel("flash");
+  return {KernelsVsReference(stats, subject),
+          PrecisionEnvelope(envelope_stats, subject),
+          EverySimdTarget(stats),
+          DecodeEqualsPrefillLastRow({{flash->name, flash, 1}}, {}),
+          ThreadsAndSplits(),
+          BatchPermutation(subject),
           RingEqualsWindowedHistory()};
 }
 

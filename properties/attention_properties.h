@@ -12,11 +12,13 @@
 #ifndef KVCHECK_PROPERTIES_ATTENTION_PROPERTIES_H_
 #define KVCHECK_PROPERTIES_ATTENTION_PROPERTIES_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "properties/property_runner.h"
+#include "properties/subject.h"
 #include "reference/attention_comparison.h"
 #include "src/attention/attention_params.h"
 #include "src/tensor/tensor.h"
@@ -39,26 +41,27 @@ std::string FormatKernelStats(const KernelStatsMap& stats);
 // error over what the envelope allows (a ratio above 1 is a precision regression).
 std::string FormatEnvelopeStats(const KernelStatsMap& stats);
 
-// The kernel laws, recording the observed/bound ratios into *stats and the precision-
-// envelope ratios (kernel error / what the envelope allows, precision_envelope.h) into
-// *envelope_stats.
+// The kernel laws over the subject's kernels, recording the observed/bound ratios into *stats
+// and the precision-envelope ratios (kernel error / what the envelope allows,
+// precision_envelope.h) into *envelope_stats. An external engine's kernels get the laws that
+// need nothing but the kernel (reference, envelope, decode == prefill, batch permutation),
+// with generated calls limited to the features and dtypes they declare.
+// REQUIRES: `subject` outlives the properties.
 std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
-                                              KernelStatsMap* envelope_stats);
+                                              KernelStatsMap* envelope_stats,
+                                              const Subject& subject);
+
+// A kernel as the laws call it (the registry's kernels, a defect's, an external engine's).
+using KernelFn = std::function<absl::StatusOr<Tensor>(const Tensor& q, const Tensor& k,
+                                                      const Tensor& v,
+                                                      const AttentionParams& params)>;
 
 // One kernel against the straightforward f32 baseline's precision on generated cases
 // ("attention/<name>/precision_envelope").
-PropertySpec PrecisionEnvelopeLawProperty(
-    const std::string& name,
-    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionParams& params),
-    int cases);
+PropertySpec PrecisionEnvelopeLawProperty(const std::string& name, KernelFn kernel, int cases);
 
 // One kernel against the reference on generated cases ("attention/<name>/vs_reference").
-PropertySpec KernelLawProperty(
-    const std::string& name,
-    absl::StatusOr<Tensor> (*kernel)(const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionParams& params),
-    int cases);
+PropertySpec KernelLawProperty(const std::string& name, KernelFn kernel, int cases);
 
 }  // namespace kvcheck::properties
 

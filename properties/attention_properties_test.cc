@@ -29,7 +29,7 @@ TEST_P(AttentionPropertyTest, Holds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionPropertyTest,
-                         ::testing::ValuesIn(AttentionProperties(&Stats(), &EnvelopeStats())),
+                         ::testing::ValuesIn(AttentionProperties(&Stats(), &EnvelopeStats(), BuiltinSubject())),
                          [](const ::testing::TestParamInfo<PropertySpec>& info) {
                            return info.param.name.substr(info.param.name.find('/') + 1);
                          });

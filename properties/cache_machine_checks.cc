@@ -71,6 +71,8 @@ std::string DescribeViewMismatch(const CacheView& view, const reference::CacheMo
 // length otherwise; at least the visible tokens' bytes held.
 void CheckCapacityAndHeldBytes(const CacheMachineModel& model, const KvCache& cache,
                                const reference::CacheModel& branch, int index) {
+  // An external engine may not report its storage (CacheStrategy::reports_storage).
+  if (!model.strategy->reports_storage) return;
   const int64_t capacity = cache.capacity();
   const int64_t held = cache.counters().bytes_held;
   if (!branch.shape().has_value()) {

@@ -181,9 +181,13 @@ void AppendTokens::show(std::ostream& os) const {
   os << ")";
 }
 
-ResetBranch::ResetBranch(const Model& m) : branch_(PickBranch(m)) {}
+// An external engine's strategy may declare that it has no Reset or Fork (CacheStrategy).
+ResetBranch::ResetBranch(const Model& m) : branch_(PickBranch(m)) { RC_PRE(m.strategy->resets); }
 
-void ResetBranch::checkPreconditions(const Model& m) const { RequireBranch(m, branch_); }
+void ResetBranch::checkPreconditions(const Model& m) const {
+  RequireBranch(m, branch_);
+  RC_PRE(m.strategy->resets);
+}
 
 void ResetBranch::apply(Model& m) const {
   m.branches[branch_].model.Reset();
@@ -199,12 +203,12 @@ void ResetBranch::run(const Model& m0, Sut& sut) const {
 void ResetBranch::show(std::ostream& os) const { os << "Reset(branch " << branch_ << ")"; }
 
 ForkBranch::ForkBranch(const Model& m) : branch_(PickBranch(m)) {
-  RC_PRE(m.branches.size() < 3);
+  RC_PRE(m.strategy->forks && m.branches.size() < 3);
 }
 
 void ForkBranch::checkPreconditions(const Model& m) const {
   RequireBranch(m, branch_);
-  RC_PRE(m.branches.size() < 3);
+  RC_PRE(m.strategy->forks && m.branches.size() < 3);
 }
 
 void ForkBranch::apply(Model& m) const {

@@ -13,6 +13,11 @@ namespace kvcheck::properties {
 PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
   return PropertySpec{
       absl::StrCat("cache/", strategy.name, "/growth_law"), 60, [&strategy] {
+        // The narrowest dtype the strategy takes (bf16 for the built-in ones).
+        DType dtype = DType::kF32;
+        for (DType d : {DType::kF16, DType::kBF16}) {
+          if (strategy.supports(d)) dtype = d;
+        }
         CacheConfig config = strategy.default_config;
         config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 2, 4, 16, 64);
         const int64_t heads = *Uniform<int64_t>(1, 4);
@@ -25,14 +30,15 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
         }
         RunIsolated([&] {
           absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(config);
-          RC_ASSERT(cache.ok());
+          if (!cache.ok()) RC_FAIL(absl::StrCat("create: ", cache.status().ToString()));
           int64_t total = 0;
           for (const int64_t seq : chunks) {
             absl::StatusOr<Tensor> k =
-                Tensor::Filled(DType::kBF16, {1, heads, seq, head_dim}, 1.0f);
+                Tensor::Filled(dtype, {1, heads, seq, head_dim}, 1.0f);
             RC_ASSERT(k.ok());
             NoteStep(absl::StrCat("append of ", seq, " tokens after ", total));
-            RC_ASSERT((*cache)->Append(*k, *k).ok());
+            const absl::StatusOr<CacheView> appended = (*cache)->Append(*k, *k);
+            if (!appended.ok()) RC_FAIL(absl::StrCat("append: ", appended.status().ToString()));
             total += seq;
             const CacheCounters& c = (*cache)->counters();
             if (c.bytes_growth_copied > 3 * c.bytes_appended) {
@@ -45,22 +51,25 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
       }};
 }
 
-std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats) {
+std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats, const Subject& subject) {
   std::vector<PropertySpec> properties;
-  for (const CacheStrategy& strategy : CacheStrategies()) {
+  for (const CacheStrategy& strategy : subject.strategies) {
     for (DType dtype : kAllDTypes) {
+      if (!strategy.supports(dtype)) continue;
       const std::string name = absl::StrCat("cache/", strategy.name, "/", DTypeName(dtype));
       properties.push_back(CacheStateMachineProperty(strategy, dtype, 100, &(*stats)[name]));
     }
   }
-  for (const CacheStrategy& strategy : CacheStrategies()) {
+  for (const CacheStrategy& strategy : subject.strategies) {
     // Window strategies never grow (a fixed ring); the law is about growing buffers.
-    if (strategy.amortized_growth && !strategy.windowed) {
+    if (strategy.amortized_growth && !strategy.windowed && strategy.reports_storage) {
       properties.push_back(GrowthLawProperty(strategy));
     }
   }
-  for (const CacheStrategy& strategy : CacheStrategies()) {
-    properties.push_back(StorageBudgetProperty(strategy));
+  for (const CacheStrategy& strategy : subject.strategies) {
+    if (strategy.reports_storage && strategy.honours_max_bytes) {
+      properties.push_back(StorageBudgetProperty(strategy));
+    }
   }
   return properties;
 }

@@ -10,16 +10,19 @@
 
 #include "properties/cache_machine.h"
 #include "properties/property_runner.h"
+#include "properties/subject.h"
 
 namespace kvcheck::properties {
 
 // Per-property command counts, keyed by property name, filled while the properties run.
 using CacheMachineStatsMap = std::map<std::string, CacheMachineStats>;
 
-// Every strategy x dtype state machine (recording into *stats), then the growth law of each
-// strategy whose buffers grow (amortised growth, not a fixed window), then the storage budget
-// law of every strategy (storage_budget_property.h).
-std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats);
+// Every state machine of the subject's strategies x the dtypes each takes (recording into
+// *stats), then the growth law of each strategy whose buffers grow (amortised growth, not a
+// fixed window), then the storage budget law of every strategy (storage_budget_property.h);
+// the last two for strategies that report their storage.
+// REQUIRES: `subject` outlives the properties.
+std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats, const Subject& subject);
 
 // Growth law for one strategy ("cache/<name>/growth_law"): over long sequences of appends of
 // random sizes, bytes copied by growth never exceed 3x the bytes appended.

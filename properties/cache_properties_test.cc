@@ -25,7 +25,7 @@ TEST_P(CachePropertyTest, Holds) {
   EXPECT_TRUE(outcome.passed) << outcome.message << "\n" << outcome.replay;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, CachePropertyTest, ::testing::ValuesIn(CacheProperties(&Stats())),
+INSTANTIATE_TEST_SUITE_P(All, CachePropertyTest, ::testing::ValuesIn(CacheProperties(&Stats(), BuiltinSubject())),
                          [](const ::testing::TestParamInfo<PropertySpec>& info) {
                            std::string name = info.param.name.substr(6);  // drop "cache/"
                            for (char& c : name) {

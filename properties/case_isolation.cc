@@ -290,6 +290,11 @@ std::string RunForked(const std::function<std::string()>& check) {
   for (std::string& tag : report.tags) context->addTag(std::move(tag));
   if (!report.log.empty()) context->logStream() << report.log;
   const bool clean_exit = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (current_options.after_case) {
+    current_options.after_case(report.has_result && clean_exit ? CaseEnd::kNone
+                               : timed_out                     ? CaseEnd::kTimeout
+                                                               : CaseEnd::kCrash);
+  }
   if (report.has_result && clean_exit) {
     switch (report.result_type) {
       case 's':
@@ -342,7 +347,16 @@ const IsolationOptions& CurrentIsolation() { return current_options; }
 
 std::string RunIsolatedWithPayload(const std::function<std::string()>& check) {
   // Already in a child (a check inside a check): run directly.
-  if (current_options.mode == Isolation::kInProcess || child_report_fd >= 0) return check();
+  if (child_report_fd >= 0) return check();
+  if (current_options.mode == Isolation::kInProcess) {
+    // The hook runs however the check ends (RapidCheck's failures are exceptions).
+    struct AfterCase {
+      ~AfterCase() {
+        if (current_options.after_case) current_options.after_case(CaseEnd::kNone);
+      }
+    } after_case;
+    return check();
+  }
   return RunForked(check);
 }
 

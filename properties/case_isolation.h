@@ -44,14 +44,19 @@ enum class Isolation {
 const char* IsolationName(Isolation isolation);
 bool ParseIsolation(std::string_view text, Isolation* isolation);
 
+// How an isolated check ended (kNone: it returned, passed or failed an assertion).
+enum class CaseEnd { kNone, kCrash, kTimeout };
+
 struct IsolationOptions {
   Isolation mode = Isolation::kFork;
   double timeout_seconds = 60;  // a child running longer is killed: a "timeout" failure
+  // Called in this process after every isolated check (in process: after every check), with
+  // how it ended: an external engine's transport restarts the engine after a crash.
+  std::function<void(CaseEnd)> after_case;
 };
 
 // How the last failing isolated check on this thread ended (kNone if it passed, or if the
 // failure came from an RC_ASSERT in the check, which is an ordinary assertion failure).
-enum class CaseEnd { kNone, kCrash, kTimeout };
 CaseEnd LastCaseEnd();
 void ClearLastCaseEnd();
 

@@ -29,6 +29,7 @@ struct DecoderCase {
   std::vector<int32_t> prompt;
   int64_t new_tokens = 1;
   std::string kernel;
+  const AttentionKernel* kernel_ptr = nullptr;
   int64_t cache_window = 0;
 };
 
@@ -38,8 +39,26 @@ void showValue(const DecoderCase& c, std::ostream& os) {
      << ", cache window " << c.cache_window;
 }
 
-rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
-  return rc::gen::exec([windowed_strategy] {
+// The kernels the decoders run on: the subject's kernels that implement what a decoder
+// needs (causal, windows, a ring cache's positions, GQA), else the built-in ones (the laws
+// then check the subject's caches).
+std::vector<const AttentionKernel*> DecoderKernels(const Subject& subject) {
+  constexpr uint32_t kNeeded = kFeatureCausal | kFeatureWindow | kFeaturePositions | kFeatureGqa;
+  std::vector<const AttentionKernel*> kernels;
+  for (const AttentionKernel& kernel : subject.kernels) {
+    if ((kernel.features & kNeeded) == kNeeded && kernel.supports(DType::kF32)) {
+      kernels.push_back(&kernel);
+    }
+  }
+  if (kernels.empty()) {
+    for (const AttentionKernel& kernel : AttentionKernels()) kernels.push_back(&kernel);
+  }
+  return kernels;
+}
+
+rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy,
+                                    const std::vector<const AttentionKernel*>& kernels) {
+  return rc::gen::exec([windowed_strategy, kernels] {
     DecoderCase c;
     DecoderConfig& m = c.config;
     m.kind = *Uniform(0, 2) == 0 ? DecoderKind::kGpt2 : DecoderKind::kLlama;
@@ -59,9 +78,8 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy) {
         static_cast<size_t>(*Uniform(1, 10)),
         rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.vocab_size)));
     c.new_tokens = *Uniform<int64_t>(1, 20);
-    std::vector<std::string> kernels;
-    for (const AttentionKernel& kernel : AttentionKernels()) kernels.push_back(kernel.name);
-    c.kernel = *rc::gen::elementOf(kernels);
+    c.kernel_ptr = kernels[*Uniform<size_t>(0, kernels.size())];
+    c.kernel = c.kernel_ptr->name;
     if (windowed_strategy) c.cache_window = *Uniform<int64_t>(1, 10);
     return c;
   });
@@ -128,17 +146,29 @@ void showValue(const StrategyChoice& c, std::ostream& os) {
   os << "cache strategy " << c.strategy->name;
 }
 
-rc::Gen<StrategyChoice> GenStrategy() {
-  return rc::gen::map(Uniform<size_t>(0, CacheStrategies().size()), [](size_t i) {
-    return StrategyChoice{&CacheStrategies()[i]};
+rc::Gen<StrategyChoice> GenStrategy(const std::vector<const CacheStrategy*>& strategies) {
+  return rc::gen::map(Uniform<size_t>(0, strategies.size()), [strategies](size_t i) {
+    return StrategyChoice{strategies[i]};
   });
 }
 
-GenerationOptions Options(const DecoderCase& c, const std::string& strategy) {
+// The subject's strategies that a generator can use (a decoder resets its caches).
+std::vector<const CacheStrategy*> DecoderStrategies(const Subject& subject) {
+  std::vector<const CacheStrategy*> strategies;
+  for (const CacheStrategy& strategy : subject.strategies) {
+    if (strategy.supports(DType::kF32)) strategies.push_back(&strategy);
+  }
+  return strategies;
+}
+
+// `strategy` null: no cache (full recomputation).
+GenerationOptions Options(const DecoderCase& c, const CacheStrategy* strategy) {
   GenerationOptions o;
-  o.cache_strategy = strategy;
+  o.cache_strategy = strategy == nullptr ? "none" : strategy->name;
+  o.strategy = strategy;
   o.cache_window = c.cache_window;
   o.attention_kernel = c.kernel;
+  o.kernel = c.kernel_ptr;
   return o;
 }
 
@@ -207,16 +237,17 @@ GeneratorFactory CorrectGenerator() {
 }
 
 PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, GeneratorFactory factory,
-                                           int cases, const std::string& name) {
+                                           int cases, const std::string& name,
+                                           const Subject& subject) {
   PropertySpec spec;
   spec.name = name.empty() ? absl::StrCat("generation/", strategy.name) : name;
   spec.default_cases = cases;
-  spec.body = [&strategy, factory] {
-    const DecoderCase c = *GenDecoderCase(strategy.windowed);
+  spec.body = [&strategy, factory, kernels = DecoderKernels(subject)] {
+    const DecoderCase c = *GenDecoderCase(strategy.windowed, kernels);
     RunIsolated([&] {
       const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-      const Generation expected = Run(CorrectGenerator(), *decoder, Options(c, "none"), c);
-      const Generation actual = Run(factory, *decoder, Options(c, strategy.name), c);
+      const Generation expected = Run(CorrectGenerator(), *decoder, Options(c, nullptr), c);
+      const Generation actual = Run(factory, *decoder, Options(c, &strategy), c);
       CompareGenerations(actual, expected, "cached vs recomputation");
     });
     RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
@@ -228,18 +259,19 @@ PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, Genera
   return spec;
 }
 
-PropertySpec ChunkedPrefillProperty(int cases) {
-  return {"generation/chunked_prefill", cases, [] {
-            const CacheStrategy& strategy = *(*GenStrategy()).strategy;
-            const DecoderCase c = *GenDecoderCase(strategy.windowed);
+PropertySpec ChunkedPrefillProperty(int cases, const Subject& subject) {
+  return {"generation/chunked_prefill", cases, [strategies = DecoderStrategies(subject),
+                                                kernels = DecoderKernels(subject)] {
+            const CacheStrategy& strategy = *(*GenStrategy(strategies)).strategy;
+            const DecoderCase c = *GenDecoderCase(strategy.windowed, kernels);
             const std::vector<size_t> cuts = (*GenChunkCuts(c.prompt.size())).cuts;
             RunIsolated([&] {
               const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
               const Generation one_shot =
-                  Run(CorrectGenerator(), *decoder, Options(c, strategy.name), c);
+                  Run(CorrectGenerator(), *decoder, Options(c, &strategy), c);
               // The same prompt in chunks, then the same decode loop.
               absl::StatusOr<std::unique_ptr<model::Generator>> g =
-                  model::Generator::Create(decoder.get(), Options(c, strategy.name));
+                  model::Generator::Create(decoder.get(), Options(c, &strategy));
               RC_ASSERT(g.ok());
               absl::StatusOr<std::vector<float>> logits;
               for (size_t i = 0; i + 1 < cuts.size(); ++i) {
@@ -258,11 +290,12 @@ PropertySpec ChunkedPrefillProperty(int cases) {
 }
 
 PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases,
-                                             const std::string& name) {
+                                             const std::string& name, const Subject& subject) {
   return {
-      name.empty() ? "generation/reset_between_generations" : name, cases, [factory] {
-        const CacheStrategy& strategy = *(*GenStrategy()).strategy;
-        DecoderCase first = *GenDecoderCase(strategy.windowed);
+      name.empty() ? "generation/reset_between_generations" : name, cases,
+      [factory, strategies = DecoderStrategies(subject), kernels = DecoderKernels(subject)] {
+        const CacheStrategy& strategy = *(*GenStrategy(strategies)).strategy;
+        DecoderCase first = *GenDecoderCase(strategy.windowed, kernels);
         DecoderCase second = first;
         const SecondGeneration again = *GenSecondGeneration(first.config.vocab_size);
         second.prompt = again.prompt;
@@ -270,13 +303,13 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
         RunIsolated([&] {
           const std::unique_ptr<Decoder> decoder = MakeDecoder(first);
           absl::StatusOr<std::unique_ptr<model::Generator>> g =
-              factory(decoder.get(), Options(first, strategy.name));
+              factory(decoder.get(), Options(first, &strategy));
           RC_ASSERT(g.ok());
           RC_ASSERT((*g)->Generate(first.prompt, first.new_tokens).ok());
           absl::StatusOr<Generation> again = (*g)->Generate(second.prompt, second.new_tokens, true);
           if (!again.ok()) RC_FAIL(absl::StrCat("second generation: ", again.status().ToString()));
           const Generation fresh =
-              Run(CorrectGenerator(), *decoder, Options(second, strategy.name), second);
+              Run(CorrectGenerator(), *decoder, Options(second, &strategy), second);
           if (again->tokens != fresh.tokens || again->logits != fresh.logits) {
             RC_FAIL(absl::StrCat("after a first generation, ", strategy.name, " generated [",
                                  absl::StrJoin(again->tokens, ","), "]; a fresh generator [",
@@ -289,18 +322,18 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
 
 PropertySpec EngineVsReferenceProperty(int cases) {
   return {
-      "generation/engine_vs_reference", cases, [] {
-        const DecoderCase c = *GenDecoderCase(false);
+      "generation/engine_vs_reference", cases, [kernels = DecoderKernels(BuiltinSubject())] {
+        const DecoderCase c = *GenDecoderCase(false, kernels);
         RunIsolated([&] {
           const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
           const std::vector<int64_t> windows =
-              model::EffectiveLayerWindows(c.config, Options(c, "none"));
+              model::EffectiveLayerWindows(c.config, Options(c, nullptr));
           const std::vector<double> exact =
               reference::ReferenceDecoderLogits(decoder->weights(), c.prompt, windows);
           const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
           for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
             model::ForwardOptions options;
-            options.kernel = FindAttentionKernel(c.kernel);
+            options.kernel = c.kernel_ptr;
             options.matmul = path;
             options.logits_rows = S;
             absl::StatusOr<std::vector<float>> logits =
@@ -327,14 +360,20 @@ PropertySpec EngineVsReferenceProperty(int cases) {
       }};
 }
 
-std::vector<PropertySpec> GenerationProperties() {
+std::vector<PropertySpec> GenerationProperties(const Subject& subject) {
   std::vector<PropertySpec> specs;
-  for (const CacheStrategy& strategy : CacheStrategies()) {
-    specs.push_back(GenerationEquivalenceProperty(strategy, CorrectGenerator(), 400));
+  if (DecoderStrategies(subject).empty()) return specs;
+  for (const CacheStrategy& strategy : subject.strategies) {
+    if (!strategy.supports(DType::kF32)) continue;
+    specs.push_back(
+        GenerationEquivalenceProperty(strategy, CorrectGenerator(), 400, "", subject));
   }
-  specs.push_back(ChunkedPrefillProperty(400));
-  specs.push_back(ResetBetweenGenerationsProperty(CorrectGenerator(), 200));
-  specs.push_back(EngineVsReferenceProperty(200));
+  specs.push_back(ChunkedPrefillProperty(400, subject));
+  // The reset law needs strategies with Reset.
+  bool resets = true;
+  for (const CacheStrategy* strategy : DecoderStrategies(subject)) resets &= strategy->resets;
+  if (resets) specs.push_back(ResetBetweenGenerationsProperty(CorrectGenerator(), 200, "", subject));
+  if (subject.builtin) specs.push_back(EngineVsReferenceProperty(200));
   return specs;
 }
 

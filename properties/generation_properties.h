@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "properties/property_runner.h"
+#include "properties/subject.h"
 #include "src/cache/registry.h"
 #include "src/model/generator.h"
 
@@ -36,15 +37,21 @@ using GeneratorFactory = std::function<absl::StatusOr<std::unique_ptr<model::Gen
 
 GeneratorFactory CorrectGenerator();
 
+// The decoders run the subject's kernels when they implement what a decoder needs (causal,
+// windows, positions, GQA), else the built-in ones; the laws draw the subject's strategies.
+// REQUIRES: `strategy` and `subject` outlive the properties.
 PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, GeneratorFactory factory,
-                                           int cases, const std::string& name = "");
-PropertySpec ChunkedPrefillProperty(int cases);
+                                           int cases, const std::string& name = "",
+                                           const Subject& subject = BuiltinSubject());
+PropertySpec ChunkedPrefillProperty(int cases, const Subject& subject = BuiltinSubject());
 PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases,
-                                             const std::string& name = "");
+                                             const std::string& name = "",
+                                             const Subject& subject = BuiltinSubject());
 PropertySpec EngineVsReferenceProperty(int cases);
 
-// All of the above for every strategy, with the correct generator.
-std::vector<PropertySpec> GenerationProperties();
+// All of the above for every strategy of the subject that takes f32, with the correct
+// generator (engine_vs_reference for the built-in engine only: it checks the decoders).
+std::vector<PropertySpec> GenerationProperties(const Subject& subject = BuiltinSubject());
 
 }  // namespace kvcheck::properties
 

@@ -216,22 +216,30 @@ void SetVarlenPositions(AttentionProblem& p, absl::Span<const int64_t> lengths) 
   }
 }
 
-rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
-  return rc::gen::exec([max_kv_len] {
+rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
+  return rc::gen::exec([max_kv_len, limits] {
     KernelCase c;
     AttentionProblem& p = c.problem;
-    const DType dtype = *GenDType();
+    std::vector<DType> dtypes;
+    for (DType d : kAllDTypes) {
+      if ((limits.dtypes >> static_cast<int>(d)) & 1) dtypes.push_back(d);
+    }
+    RC_PRE(!dtypes.empty());
+    const DType dtype = dtypes[*Uniform<size_t>(0, dtypes.size())];  // shrinks to f32
     p.output_dtype = dtype;
     p.batch = *Uniform<int64_t>(1, 4);
     p.num_kv_heads = *Uniform<int64_t>(1, 4);
     // Query heads per KV head: small ratios (non-powers of two among them), and now and then
     // around the flash kernel's 48-row block.
-    const int64_t group =
-        Sometimes(8) ? *rc::gen::element<int64_t>(16, 47, 48, 49) : *Uniform<int64_t>(1, 9);
+    const bool gqa = limits.features & kFeatureGqa;
+    const int64_t group = !gqa        ? 1
+                          : Sometimes(8) ? *rc::gen::element<int64_t>(16, 47, 48, 49)
+                                         : *Uniform<int64_t>(1, 9);
     p.num_heads = p.num_kv_heads * group;
     p.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63,
                                             64, 65, 80, 96, 127, 128, 129, 255, 256);
-    if (Sometimes(25)) {
+    const auto has = [&](uint32_t feature) { return (limits.features & feature) != 0; };
+    if (has(kFeatureWindow) && Sometimes(25)) {
       p.window = *rc::gen::element<int64_t>(1, 2, 3, 7, 8, 16, 31, 32, 33, 64, 100);
     }
     // Decode (Sq = 1) unless prefill is drawn; prefill rows around the 48-row block.
@@ -244,24 +252,28 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
     if (p.window > 0) edges.insert(edges.end(), {p.window - 1, p.window, p.window + 1});
     p.kv_len = LengthNear(edges, 0, std::min<int64_t>(max_kv_len, 320));
     p.kv_len = std::min(p.kv_len, max_kv_len);
-    if (Sometimes(20)) p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f, 4.0f);
-    if (Sometimes(20)) p.softcap = *rc::gen::element(30.0f, 5.0f, 50.0f, 1.0f);
-    if (Sometimes(20)) {
+    if (has(kFeatureScale) && Sometimes(20)) p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f, 4.0f);
+    if (has(kFeatureSoftcap) && Sometimes(20)) {
+      p.softcap = *rc::gen::element(30.0f, 5.0f, 50.0f, 1.0f);
+    }
+    if (has(kFeatureAlibi) && Sometimes(20)) {
       for (int64_t h = 0; h < p.num_heads; ++h) {
         p.alibi_slopes.push_back(std::ldexp(1.0f, -static_cast<int>(h % 8 + 1)));
       }
     }
-    p.causal = Sometimes(60);
+    p.causal = has(kFeatureCausal) && Sometimes(60);
     // Prefill rows cut down so that one case's kernel work stays bounded.
     const int64_t per_row = p.batch * p.num_heads * std::max<int64_t>(1, p.kv_len) * p.head_dim;
     p.q_len = std::max<int64_t>(1, std::min(p.q_len, kWorkBudget / per_row));
     // Positions: default (queries are the newest keys), a ring cache's slot order, or varlen
     // rows padded with empty slots (-1).
     c.positions_kind = "default";
-    if (Sometimes(50)) c.positions_kind = *rc::gen::element<std::string>("ring", "varlen");
+    if (has(kFeaturePositions) && Sometimes(50)) {
+      c.positions_kind = *rc::gen::element<std::string>("ring", "varlen");
+    }
     if (c.positions_kind == "ring" && p.kv_len > 0) {
       SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50));  // tokens appended so far
-      if (Sometimes(50)) p.window = p.kv_len;                      // the ring's own window
+      if (has(kFeatureWindow) && Sometimes(50)) p.window = p.kv_len;  // the ring's own window
     } else if (c.positions_kind == "varlen") {
       std::vector<int64_t> lengths;
       for (int64_t b = 0; b < p.batch; ++b) {
@@ -282,7 +294,7 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len) {
     p.k = SeededValues(seed + 1, kv_count, c.amplitude, dtype);
     p.v = SeededValues(seed + 2, kv_count, 1.0f, dtype);
     if (Sometimes(12)) InsertSpecials(c);
-    if (Sometimes(20)) GenerateMask(c);
+    if (has(kFeatureMask) && Sometimes(20)) GenerateMask(c);
     c.q = SpecFor(dtype, q_shape, p.q, Sometimes(50));
     c.k = SpecFor(dtype, kv_shape, p.k, Sometimes(50));
     c.v = SpecFor(dtype, kv_shape, p.v, Sometimes(50));

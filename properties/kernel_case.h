@@ -31,6 +31,7 @@
 #include "rapidcheck.h"
 #include "reference/attention_problem.h"
 #include "src/attention/attention_params.h"
+#include "src/attention/kernel_registry.h"
 
 namespace kvcheck::properties {
 
@@ -60,8 +61,15 @@ void SetRingPositions(reference::AttentionProblem& p, int64_t appended);
 // queries are the row's last p.q_len positions (-1 where that is before 0).
 void SetVarlenPositions(reference::AttentionProblem& p, absl::Span<const int64_t> lengths);
 
+// What a case may use: the kernels under test implement these KernelFeature bits
+// (src/attention/kernel_registry.h) and dtypes (bit DType). A feature left out is never drawn.
+struct KernelCaseLimits {
+  uint32_t features = kAllKernelFeatures;
+  uint32_t dtypes = 0x7;
+};
+
 // Generated cases; `max_kv_len` bounds Skv.
-rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len = 600);
+rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len = 600, KernelCaseLimits limits = {});
 
 // The tensors and parameters a kernel gets for `c`.
 absl::StatusOr<KernelInputs> MakeKernelInputs(const KernelCase& c);

@@ -140,11 +140,13 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   config.testParams.seed = driver.seed;
   config.reproduce[spec.name] = result.reproduce;
   const std::string reproduce = rc::detail::configToMinimalString(config);
+  const std::string command =
+      options.replay_flags.empty() ? "kvcheck" : absl::StrCat("kvcheck ", options.replay_flags);
   outcome.replay = absl::StrCat(
-      "replay: kvcheck --seed=", options.seed, " --only=", spec.name,
-      " (tests: KVCHECK_SEED=", options.seed, "); jump straight to the shrunk case with "
-      "kvcheck --only=", spec.name, " --reproduce='", reproduce, "' (tests: KVCHECK_REPRODUCE='",
-      reproduce, "')");
+      "replay: ", command, " --seed=", options.seed, " --only=", spec.name,
+      " (tests: KVCHECK_SEED=", options.seed, "); jump straight to the shrunk case with ",
+      command, " --only=", spec.name, " --reproduce='", reproduce,
+      "' (tests: KVCHECK_REPRODUCE='", reproduce, "')");
   return outcome;
 }
 

@@ -50,6 +50,8 @@ struct RunOptions {
   int shrink_attempts = 2000;  // ... or this many candidates, with the smallest case so far
   // Called after every case and every shrink attempt.
   std::function<void(const DriverProgress&)> progress;
+  // Flags the replay lines add to the kvcheck command ("--engine=...": what was checked).
+  std::string replay_flags;
 };
 
 // RunOptions from the environment: KVCHECK_SEED, KVCHECK_CASE_SCALE, KVCHECK_REPRODUCE,

@@ -12,17 +12,27 @@ namespace kvcheck::properties {
 constexpr int kCaseFactor = 2;
 
 Suite DefaultSuite() {
+  // The built-in subject lives as long as the program; the shared pointer does not own it.
+  return SuiteFor(std::shared_ptr<const Subject>(&BuiltinSubject(), [](const Subject*) {}));
+}
+
+Suite SuiteFor(std::shared_ptr<const Subject> subject) {
   Suite suite;
-  suite.properties.push_back(BoundSoundnessProperty(suite.soundness.get(), 300));
-  suite.properties.push_back(OracleAgreementProperty(60));
-  std::vector<PropertySpec> laws = TensorProperties();
-  for (PropertySpec& spec : CacheProperties(suite.cache_stats.get())) laws.push_back(spec);
+  suite.subject = std::move(subject);
+  const Subject& s = *suite.subject;
+  std::vector<PropertySpec> laws;
+  if (s.builtin) {
+    suite.properties.push_back(BoundSoundnessProperty(suite.soundness.get(), 300));
+    suite.properties.push_back(OracleAgreementProperty(60));
+    laws = TensorProperties();
+  }
+  for (PropertySpec& spec : CacheProperties(suite.cache_stats.get(), s)) laws.push_back(spec);
   for (PropertySpec& spec :
-       AttentionProperties(suite.kernel_stats.get(), suite.envelope_stats.get())) {
+       AttentionProperties(suite.kernel_stats.get(), suite.envelope_stats.get(), s)) {
     laws.push_back(spec);
   }
   // Generation equivalence on small decoders for every strategy (seed 004's check).
-  for (PropertySpec& spec : GenerationProperties()) laws.push_back(spec);
+  for (PropertySpec& spec : GenerationProperties(s)) laws.push_back(spec);
   for (PropertySpec& spec : laws) {
     spec.default_cases *= kCaseFactor;
     suite.properties.push_back(std::move(spec));

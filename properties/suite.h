@@ -12,10 +12,13 @@
 #include "properties/bound_soundness.h"
 #include "properties/cache_properties.h"
 #include "properties/property_runner.h"
+#include "properties/subject.h"
 
 namespace kvcheck::properties {
 
 struct Suite {
+  // What the properties check; they point into it.
+  std::shared_ptr<const Subject> subject;
   std::vector<PropertySpec> properties;
   // Tightness statistics the soundness property fills in while it runs.
   std::unique_ptr<SoundnessStats> soundness = std::make_unique<SoundnessStats>();
@@ -33,6 +36,11 @@ struct Suite {
 // laws, the attention kernel laws and the precision envelope of every registered kernel, and
 // the generation laws.
 Suite DefaultSuite();
+
+// The same for another subject (an external engine, src/engine/): the cache, attention and
+// generation laws that apply to what it declares, at the same case counts. The laws about
+// kvcheck's own internals (soundness, oracles, tensor ops) run for the built-in engine only.
+Suite SuiteFor(std::shared_ptr<const Subject> subject);
 
 }  // namespace kvcheck::properties
 

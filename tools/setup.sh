@@ -22,6 +22,8 @@ packages=(
   libbenchmark-dev     # Google Benchmark
   libhwy-dev           # Highway SIMD with dynamic dispatch
   libopenblas-dev      # matrix products for the decoders
+  nlohmann-json3-dev   # JSON headers of the engine protocol (src/engine/PROTOCOL.md)
+  python3-numpy        # the Python engine module (engines/python) and its tests
 )
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(python3-torch python3-numpy)

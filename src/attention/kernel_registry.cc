@@ -35,13 +35,13 @@ absl::StatusOr<Tensor> RunFlashSplit3(const Tensor& q, const Tensor& k, const Te
 }
 
 // name, summary, run, threaded.
-constexpr AttentionKernel kKernels[] = {
-    {"naive", "matmul + softmax (OpenBLAS), KV heads repeated per query head", &RunNaive, false},
+const AttentionKernel kKernels[] = {
+    {"naive", "matmul + softmax (OpenBLAS), KV heads repeated per query head", RunNaive, false},
     {"naive/grouped", "matmul + softmax, query heads of a KV head stacked in one product",
-     &RunNaiveGrouped, false},
-    {"flash", "CPU flash attention, Highway SIMD path, automatic key splits", &RunFlash, true},
-    {"flash/scalar", "CPU flash attention, scalar path", &RunFlashScalar, true},
-    {"flash/split3", "CPU flash attention, three key-range splits merged", &RunFlashSplit3,
+     RunNaiveGrouped, false},
+    {"flash", "CPU flash attention, Highway SIMD path, automatic key splits", RunFlash, true},
+    {"flash/scalar", "CPU flash attention, scalar path", RunFlashScalar, true},
+    {"flash/split3", "CPU flash attention, three key-range splits merged", RunFlashSplit3,
      true},
 };
 

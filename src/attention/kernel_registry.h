@@ -11,6 +11,8 @@
 #ifndef KVCHECK_SRC_ATTENTION_KERNEL_REGISTRY_H_
 #define KVCHECK_SRC_ATTENTION_KERNEL_REGISTRY_H_
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -20,10 +22,26 @@
 
 namespace kvcheck {
 
-using AttentionKernelFn = absl::StatusOr<Tensor> (*)(const Tensor& q, const Tensor& k,
-                                                     const Tensor& v,
-                                                     const AttentionParams& params,
-                                                     int num_threads);
+// A function object, so that a kernel of an external engine (src/engine/) can carry its
+// connection.
+using AttentionKernelFn = std::function<absl::StatusOr<Tensor>(
+    const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& params,
+    int num_threads)>;
+
+// The parts of the contract a kernel implements (bits of AttentionKernel::features). Every
+// built-in kernel implements all of them; a kernel of an external engine may declare fewer,
+// and the kernel laws then generate only calls that use what it declares.
+enum KernelFeature : uint32_t {
+  kFeatureScale = 1u << 0,      // a custom scale (otherwise 1/sqrt(D))
+  kFeatureSoftcap = 1u << 1,    // softcap > 0
+  kFeatureAlibi = 1u << 2,      // ALiBi slopes
+  kFeatureCausal = 1u << 3,     // causal
+  kFeatureWindow = 1u << 4,     // a sliding window W > 0
+  kFeatureMask = 1u << 5,       // an additive mask
+  kFeaturePositions = 1u << 6,  // explicit q / kv positions, empty (negative) slots included
+  kFeatureGqa = 1u << 7,        // H != KH
+  kAllKernelFeatures = (1u << 8) - 1,
+};
 
 struct AttentionKernel {
   const char* name;     // "naive", "flash", "flash/scalar", ...
@@ -32,9 +50,12 @@ struct AttentionKernel {
   AttentionKernelFn run;
   // num_threads changes how the work is divided (the laws run it with 1 and 2 threads).
   bool threaded;
+  uint32_t features = kAllKernelFeatures;  // KernelFeature bits
+  uint32_t dtypes = 0x7;                   // bit DType: f32 = 1, f16 = 2, bf16 = 4
+  bool supports(DType dtype) const { return (dtypes >> static_cast<int>(dtype)) & 1; }
 };
 
-// Every registered kernel, in a fixed order.
+// Every registered (built-in) kernel, in a fixed order.
 absl::Span<const AttentionKernel> AttentionKernels();
 // nullptr if there is none of that name.
 const AttentionKernel* FindAttentionKernel(const std::string& name);

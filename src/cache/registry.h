@@ -8,6 +8,8 @@
 #ifndef KVCHECK_SRC_CACHE_REGISTRY_H_
 #define KVCHECK_SRC_CACHE_REGISTRY_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,10 +32,24 @@ struct CacheStrategy {
   // Takes inactive rows in AppendActive (rows advance independently).
   bool per_row;
   // Builds a cache; errors are kInvalidArgument for a configuration the strategy rejects.
-  absl::StatusOr<std::unique_ptr<KvCache>> (*create)(const CacheConfig& config);
+  // A function object, so that a strategy of an external engine (src/engine/) can carry its
+  // connection.
+  std::function<absl::StatusOr<std::unique_ptr<KvCache>>(const CacheConfig& config)> create;
+
+  // What the strategy supports, for strategies of external engines that declare less; every
+  // built-in strategy supports everything. The properties generate only what is declared.
+  bool forks = true;            // Fork() (the state machine's Fork command)
+  bool resets = true;           // Reset()
+  // capacity() and counters() follow kv_cache.h (the capacity checks, the growth law and the
+  // storage-budget law apply only then).
+  bool reports_storage = true;
+  // The storage budget CacheConfig::max_bytes is enforced (the storage-budget law).
+  bool honours_max_bytes = true;
+  uint32_t dtypes = 0x7;        // bit DType: f32 = 1, f16 = 2, bf16 = 4
+  bool supports(DType dtype) const { return (dtypes >> static_cast<int>(dtype)) & 1; }
 };
 
-// Every registered strategy, in a fixed order.
+// Every registered (built-in) strategy, in a fixed order.
 absl::Span<const CacheStrategy> CacheStrategies();
 
 // The strategy called `name`, or nullptr.

@@ -27,8 +27,9 @@ std::vector<int64_t> EffectiveLayerWindows(const DecoderConfig& config,
 absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeLayerCaches(
     const DecoderConfig& config, const GenerationOptions& options) {
   std::vector<std::unique_ptr<KvCache>> caches;
-  if (IsNone(options.cache_strategy)) return caches;
-  const CacheStrategy* strategy = FindCacheStrategy(options.cache_strategy);
+  if (options.strategy == nullptr && IsNone(options.cache_strategy)) return caches;
+  const CacheStrategy* strategy =
+      options.strategy != nullptr ? options.strategy : FindCacheStrategy(options.cache_strategy);
   if (strategy == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("generator: no cache strategy '", options.cache_strategy, "'"));
@@ -80,7 +81,8 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(const Decoder* deco
 }
 
 absl::Status Generator::Init() {
-  forward_.kernel = FindAttentionKernel(options_.attention_kernel);
+  forward_.kernel = options_.kernel != nullptr ? options_.kernel
+                                               : FindAttentionKernel(options_.attention_kernel);
   if (forward_.kernel == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("generator: no attention kernel '", options_.attention_kernel, "'"));

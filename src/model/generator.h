@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "src/attention/kernel_registry.h"
 #include "src/cache/kv_cache.h"
 #include "src/cache/registry.h"
 #include "src/model/decoder.h"
@@ -33,6 +34,10 @@ struct GenerationOptions {
   int64_t cache_window = 0;                 // window of windowed strategies (> 0 required there)
   int64_t initial_capacity = 0;             // preallocating strategies; 0: the registry default
   std::string attention_kernel = "flash";
+  // When set, used instead of the registry names above (an external engine's strategy or
+  // kernel, src/engine/). REQUIRES: they outlive the generator.
+  const CacheStrategy* strategy = nullptr;
+  const AttentionKernel* kernel = nullptr;
   int num_threads = 1;  // attention threads and OpenBLAS threads
   MatmulPath matmul = MatmulPath::kOptimized;
   float temperature = 0.0f;  // 0: greedy (ties go to the lowest token id)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# engines/expect_verdict.sh — runs kvcheck on an engine and checks its verdict.
+#
+#   expect_verdict.sh KVCHECK EXPECT ENGINE [NAME=VALUE ...] [-- KVCHECK_FLAGS...]
+#
+# EXPECT is `pass` (every property passes, exit 0) or `fail:PROPERTY` (kvcheck exits 1 and
+# the property whose name starts with PROPERTY is among the failures, with a replay line).
+# NAME=VALUE pairs are set in kvcheck's environment (a plug-in reads its bug switch there).
+set -euo pipefail
+kvcheck=$1
+expect=$2
+engine=$3
+shift 3
+envs=()
+while [[ $# -gt 0 && "$1" != "--" ]]; do envs+=("$1"); shift; done
+[[ $# -gt 0 ]] && shift
+log=${TEST_TMPDIR:-$(mktemp -d)}/kvcheck.log
+status=0
+env "${envs[@]}" "$kvcheck" --engine="$engine" "$@" >"$log" 2>&1 || status=$?
+grep -E "^kvcheck: checking|PASS$|FAIL$|passed, " "$log" || true
+case "$expect" in
+  pass)
+    if [[ $status -ne 0 ]]; then
+      echo "expected every property to pass; kvcheck exited $status:"; tail -60 "$log"; exit 1
+    fi ;;
+  fail:*)
+    property=${expect#fail:}
+    if [[ $status -ne 1 ]]; then
+      echo "expected kvcheck to exit 1 (a failure), it exited $status:"; tail -60 "$log"; exit 1
+    fi
+    if ! grep -q "^FAILED $property" "$log" || ! grep -q "^replay: kvcheck --engine=" "$log"; then
+      echo "expected $property to fail with a replay line:"; tail -60 "$log"; exit 1
+    fi
+    grep -A12 "^FAILED $property" "$log" | head -16 ;;
+  *) echo "EXPECT must be pass or fail:PROPERTY, not $expect"; exit 2 ;;
+esac
+echo "verdict as expected: $expect"

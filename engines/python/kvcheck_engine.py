@@ -1,0 +1,349 @@
+"""kvcheck_engine: make a Python KV cache or attention function checkable by kvcheck.
+
+kvcheck drives an engine in a child process over stdin/stdout (src/engine/PROTOCOL.md). This
+module is the engine side: declare your strategies and kernels, call serve(), and run
+
+    kvcheck --engine='python3 my_engine.py'
+
+A strategy is a class (or any callable) that takes a Config and returns a cache object with
+
+    append(k, v, active=None) -> (k_visible, v_visible) or (k_visible, v_visible, positions)
+    view()                    -> the same, without appending (optional: else the last append's)
+    fork()                    -> an independent copy          (declare "fork")
+    reset()                   -> forget everything             (declare "reset"; else re-created)
+    stats()                   -> dict of capacity, bytes_*     (declare "stats")
+
+k and v arrive as (B, KH, S, D) arrays: numpy arrays (float32, float16; bfloat16 as uint16
+bit patterns, numpy has no bfloat16) or torch tensors (backend="torch", every dtype). Return
+arrays or tensors of the same dtype, any strides (views are fine: they are serialised at
+once). `positions` is a (B, L) integer array: the absolute position of each returned slot,
+-1 for an empty one; omit it when slot j holds position j.
+
+A kernel is a function (q, k, v, params) -> out with q (B, H, Sq, D), k and v (B, KH, Skv,
+D), out (B, H, Sq, D) in q's dtype; params is a dict with scale (None: 1/sqrt(D)), softcap,
+causal, window, alibi_slopes, mask (or None), q_positions, kv_positions (or None).
+
+Errors: raise EngineError(code, message) for a specific status code; ValueError and TypeError
+become INVALID_ARGUMENT, NotImplementedError UNIMPLEMENTED, MemoryError RESOURCE_EXHAUSTED,
+anything else INTERNAL with the traceback (also printed to stderr). print() is safe: stdout is
+the protocol's, so this module moves sys.stdout to stderr while it serves.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+
+PROTOCOL_VERSION = 1
+
+STRATEGY_FLAGS = ("windowed", "per_row", "fork", "reset", "stats", "amortized_growth",
+                  "max_bytes")
+KERNEL_FEATURES = ("scale", "softcap", "alibi", "causal", "window", "mask", "positions", "gqa")
+DTYPES = ("f32", "f16", "bf16")
+CODES = ("INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+         "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL")
+
+_ITEM_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8}
+_NUMPY_DTYPE = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"),
+                "i64": np.dtype("<i8")}
+
+
+class EngineError(Exception):
+    """An error with one of the protocol's status codes (CODES)."""
+
+    def __init__(self, code, message):
+        if code not in CODES:
+            raise ValueError("unknown status code %r (one of %s)" % (code, ", ".join(CODES)))
+        super().__init__(message)
+        self.code = code
+
+
+class Config:
+    """A cache's configuration: initial_capacity, window (W >= 1 for windowed), max_bytes."""
+
+    def __init__(self, initial_capacity=0, window=0, max_bytes=0):
+        self.initial_capacity = initial_capacity
+        self.window = window
+        self.max_bytes = max_bytes
+
+    def __repr__(self):
+        return "Config(initial_capacity=%d, window=%d, max_bytes=%d)" % (
+            self.initial_capacity, self.window, self.max_bytes)
+
+
+class Strategy:
+    """A cache strategy: name, factory(Config) -> cache, what it supports."""
+
+    def __init__(self, name, factory, flags=(), dtypes=DTYPES, summary="", window=0,
+                 initial_capacity=0):
+        for flag in flags:
+            if flag not in STRATEGY_FLAGS:
+                raise ValueError("unknown strategy flag %r (one of %s)" % (flag, STRATEGY_FLAGS))
+        if "windowed" in flags and window < 1:
+            raise ValueError("a windowed strategy needs a default window >= 1")
+        self.name, self.factory, self.flags = name, factory, tuple(flags)
+        self.dtypes, self.summary = tuple(dtypes), summary
+        self.default_config = Config(initial_capacity, window, 0)
+
+
+class Kernel:
+    """An attention kernel: name, fn(q, k, v, params) -> out, the features it implements."""
+
+    def __init__(self, name, fn, features=(), dtypes=("f32",), summary=""):
+        for feature in features:
+            if feature not in KERNEL_FEATURES:
+                raise ValueError("unknown kernel feature %r (one of %s)" % (feature,
+                                                                           KERNEL_FEATURES))
+        self.name, self.fn, self.features = name, fn, tuple(features)
+        self.dtypes, self.summary = tuple(dtypes), summary
+
+
+class _Backend:
+    """Bytes <-> arrays: numpy, or torch tensors."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == "torch":
+            import torch  # only when asked for
+            self.torch = torch
+            self.torch_dtype = {"f32": torch.float32, "f16": torch.float16,
+                                "bf16": torch.bfloat16, "i64": torch.int64}
+        elif name != "numpy":
+            raise ValueError("backend must be 'numpy' or 'torch', not %r" % name)
+
+    def from_bytes(self, dtype, shape, data):
+        array = np.frombuffer(data, dtype=_NUMPY_DTYPE[dtype]).reshape(shape).copy()
+        if self.name == "numpy":
+            return array
+        torch = self.torch
+        if dtype == "bf16":  # reinterpret the 16-bit patterns
+            return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(array)
+
+    def to_bytes(self, value, dtype, what):
+        """value's elements in row-major order as `dtype` bytes; checks the dtype."""
+        if self.name == "torch" and isinstance(value, self.torch.Tensor):
+            torch = self.torch
+            if value.dtype != self.torch_dtype[dtype]:
+                raise EngineError("INTERNAL", "%s is %s, expected %s" % (what, value.dtype,
+                                                                        dtype))
+            value = value.detach().cpu().contiguous()
+            if dtype == "bf16":
+                value = value.view(torch.int16)
+            return value.numpy().tobytes(), tuple(value.shape)
+        array = np.asarray(value)
+        expected = _NUMPY_DTYPE[dtype]
+        if dtype == "i64" and array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+        if array.dtype.newbyteorder("<") != expected and not (dtype == "bf16" and
+                                                            array.dtype.itemsize == 2):
+            raise EngineError("INTERNAL", "%s is %s, expected %s" % (what, array.dtype, dtype))
+        return np.ascontiguousarray(array, dtype=expected).tobytes(), tuple(array.shape)
+
+
+class _Server:
+    def __init__(self, name, strategies, kernels, backend, reader, writer):
+        self.name = name
+        self.strategies = {s.name: s for s in strategies}
+        self.kernels = {k.name: k for k in kernels}
+        self.order = (list(strategies), list(kernels))
+        self.backend = _Backend(backend)
+        self.reader, self.writer = reader, writer
+        self.caches = {}
+        self.next_id = 1
+        self.last_view = {}
+        self.cache_dtype = {}  # the dtype of each cache's first append
+
+    # ---- framing -----------------------------------------------------------------------
+    def read_message(self):
+        line = self.reader.readline()
+        if not line:
+            return None
+        header = json.loads(line)
+        tensors = {}
+        for t in header.pop("tensors", []):
+            size = _ITEM_SIZE[t["dtype"]]
+            for d in t["shape"]:
+                size *= d
+            data = self.reader.read(size)
+            if len(data) != size:
+                return None
+            tensors[t["name"]] = (t["dtype"], tuple(t["shape"]), data)
+        return header, tensors
+
+    def write_message(self, header, tensors=()):
+        payload = []
+        described = []
+        for name, value, dtype in tensors:
+            data, shape = self.backend.to_bytes(value, dtype, name)
+            described.append({"name": name, "dtype": dtype, "shape": list(shape)})
+            payload.append(data)
+        if described:
+            header["tensors"] = described
+        self.writer.write(json.dumps(header, separators=(",", ":")).encode() + b"\n")
+        for data in payload:
+            self.writer.write(data)
+        self.writer.flush()
+
+    def array(self, tensors, name):
+        dtype, shape, data = tensors[name]
+        return self.backend.from_bytes(dtype, shape, data)
+
+    # ---- operations ----------------------------------------------------------------------
+    def hello(self, header, tensors):
+        strategies, kernels = self.order
+        return {"protocol": PROTOCOL_VERSION, "name": self.name,
+                "strategies": [{"name": s.name, "summary": s.summary, "flags": list(s.flags),
+                                "dtypes": list(s.dtypes),
+                                "default_config": vars(s.default_config)} for s in strategies],
+                "kernels": [{"name": k.name, "summary": k.summary, "features": list(k.features),
+                             "dtypes": list(k.dtypes)} for k in kernels]}, ()
+
+    def cache(self, header):
+        cache_id = header.get("cache")
+        if cache_id not in self.caches:
+            raise EngineError("NOT_FOUND", "no cache %r" % (cache_id,))
+        return cache_id, self.caches[cache_id]
+
+    def new_id(self, cache):
+        cache_id = self.next_id
+        self.next_id += 1
+        self.caches[cache_id] = cache
+        return cache_id
+
+    def create(self, header, tensors):
+        strategy = self.strategies.get(header.get("strategy"))
+        if strategy is None:
+            raise EngineError("NOT_FOUND", "no strategy %r" % (header.get("strategy"),))
+        config = Config(**header.get("config", {}))
+        return {"cache": self.new_id(strategy.factory(config))}, ()
+
+    def view_reply(self, cache_id, shown, dtype):
+        if not isinstance(shown, (tuple, list)) or len(shown) not in (2, 3):
+            raise EngineError("INTERNAL", "append/view must return (k, v) or (k, v, positions)")
+        self.last_view[cache_id] = shown
+        out = [("k", shown[0], dtype), ("v", shown[1], dtype)]
+        if len(shown) == 3 and shown[2] is not None:
+            out.append(("positions", shown[2], "i64"))
+        return {}, out
+
+    def append(self, header, tensors):
+        cache_id, cache = self.cache(header)
+        k, v = self.array(tensors, "k"), self.array(tensors, "v")
+        active = header.get("active")
+        shown = cache.append(k, v) if active is None else cache.append(k, v, active=active)
+        self.cache_dtype[cache_id] = tensors["k"][0]
+        return self.view_reply(cache_id, shown, tensors["k"][0])
+
+    def view(self, header, tensors):
+        cache_id, cache = self.cache(header)
+        if hasattr(cache, "view"):
+            shown = cache.view()
+        elif cache_id in self.last_view:
+            shown = self.last_view[cache_id]
+        else:
+            raise EngineError("FAILED_PRECONDITION", "view before any append")
+        if cache_id not in self.cache_dtype:
+            raise EngineError("FAILED_PRECONDITION", "view before any append")
+        return self.view_reply(cache_id, shown, self.cache_dtype[cache_id])
+
+    def fork(self, header, tensors):
+        cache_id, cache = self.cache(header)
+        copy = cache.fork()
+        new_id = self.new_id(copy)
+        if cache_id in self.last_view:
+            self.last_view[new_id] = self.last_view[cache_id]
+        if cache_id in self.cache_dtype:
+            self.cache_dtype[new_id] = self.cache_dtype[cache_id]
+        return {"cache": new_id}, ()
+
+    def reset(self, header, tensors):
+        cache_id, cache = self.cache(header)
+        cache.reset()
+        self.last_view.pop(cache_id, None)
+        self.cache_dtype.pop(cache_id, None)
+        return {}, ()
+
+    def stats(self, header, tensors):
+        _, cache = self.cache(header)
+        s = cache.stats()
+        fields = ("capacity", "bytes_allocated", "bytes_held", "bytes_growth_copied",
+                  "bytes_other_copied")
+        return {f: int(s.get(f, 0)) for f in fields}, ()
+
+    def destroy(self, header, tensors):
+        cache_id, _ = self.cache(header)
+        del self.caches[cache_id]
+        self.last_view.pop(cache_id, None)
+        self.cache_dtype.pop(cache_id, None)
+        return {}, ()
+
+    def attend(self, header, tensors):
+        kernel = self.kernels.get(header.get("kernel"))
+        if kernel is None:
+            raise EngineError("NOT_FOUND", "no kernel %r" % (header.get("kernel"),))
+        params = dict(header.get("params", {}))
+        params["mask"] = self.array(tensors, "mask") if "mask" in tensors else None
+        for name in ("q_positions", "kv_positions"):
+            params[name] = self.array(tensors, name) if name in tensors else None
+        q = self.array(tensors, "q")
+        out = kernel.fn(q, self.array(tensors, "k"), self.array(tensors, "v"), params)
+        return {}, [("out", out, tensors["q"][0])]
+
+    # ---- the loop ------------------------------------------------------------------------
+    def run(self):
+        operations = {"hello": self.hello, "create": self.create, "append": self.append,
+                      "view": self.view, "fork": self.fork, "reset": self.reset,
+                      "stats": self.stats, "destroy": self.destroy, "attend": self.attend}
+        while True:
+            message = self.read_message()
+            if message is None:
+                return
+            header, tensors = message
+            op = header.get("op")
+            if op == "bye":
+                self.write_message({"ok": True})
+                return
+            try:
+                if op not in operations:
+                    raise EngineError("UNIMPLEMENTED", "unknown op %r" % (op,))
+                reply, out = operations[op](header, tensors)
+                reply["ok"] = True
+                self.write_message(reply, out)
+            except Exception as error:  # the engine's error is the reply, never a crash here
+                self.write_message(_error_reply(error))
+
+
+def _error_reply(error):
+    if isinstance(error, EngineError):
+        code = error.code
+    elif isinstance(error, (ValueError, TypeError, IndexError)):
+        code = "INVALID_ARGUMENT"
+    elif isinstance(error, NotImplementedError):
+        code = "UNIMPLEMENTED"
+    elif isinstance(error, MemoryError):
+        code = "RESOURCE_EXHAUSTED"
+    else:
+        code = "INTERNAL"
+    message = "%s: %s" % (type(error).__name__, error)
+    if code == "INTERNAL":
+        trace = traceback.format_exc()
+        sys.stderr.write(trace)
+        message += "\n" + trace
+    return {"ok": False, "code": code, "message": message}
+
+
+def serve(strategies=(), kernels=(), name="python-engine", backend="numpy"):
+    """Serves kvcheck's requests on stdin/stdout until kvcheck says bye or closes the pipe."""
+    if not strategies and not kernels:
+        raise ValueError("serve() needs at least one strategy or kernel")
+    # The protocol owns the real stdout; print() goes to stderr from here on.
+    protocol_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    server = _Server(name, list(strategies), list(kernels), backend, sys.stdin.buffer,
+                     protocol_out)
+    server.run()
+    protocol_out.flush()

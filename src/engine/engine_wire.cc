@@ -1,0 +1,213 @@
+#include "src/engine/engine_wire.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/base/checked_math.h"
+#include "src/base/status_macros.h"
+
+namespace kvcheck::engine {
+namespace {
+
+using nlohmann::json;
+
+const std::pair<absl::StatusCode, const char*> kCodes[] = {
+    {absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT"},
+    {absl::StatusCode::kNotFound, "NOT_FOUND"},
+    {absl::StatusCode::kResourceExhausted, "RESOURCE_EXHAUSTED"},
+    {absl::StatusCode::kFailedPrecondition, "FAILED_PRECONDITION"},
+    {absl::StatusCode::kOutOfRange, "OUT_OF_RANGE"},
+    {absl::StatusCode::kUnimplemented, "UNIMPLEMENTED"},
+    {absl::StatusCode::kInternal, "INTERNAL"},
+};
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+}  // namespace
+
+int WireDTypeSize(const std::string& dtype) {
+  if (dtype == "f32") return 4;
+  if (dtype == "f16" || dtype == "bf16") return 2;
+  if (dtype == "i64") return 8;
+  return 0;
+}
+
+const char* WireDTypeName(DType dtype) { return DTypeName(dtype); }
+
+std::string EncodeMessage(const WireMessage& message) {
+  json header = message.header;
+  json tensors = json::array();
+  size_t payload = 0;
+  for (const WireTensor& t : message.tensors) {
+    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+    payload += t.bytes.size();
+  }
+  if (!message.tensors.empty()) header["tensors"] = std::move(tensors);
+  std::string out = header.dump();
+  out.push_back('\n');
+  out.reserve(out.size() + payload);
+  for (const WireTensor& t : message.tensors) out += t.bytes;
+  return out;
+}
+
+absl::StatusOr<WireMessage> DecodeHeader(const std::string& line, int64_t* payload_bytes) {
+  WireMessage message;
+  message.header = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (message.header.is_discarded() || !message.header.is_object()) {
+    return absl::InternalError(absl::StrCat(
+        "the reply header is not a JSON object: '",
+        line.size() > 200 ? line.substr(0, 200) + "..." : line, "'"));
+  }
+  *payload_bytes = 0;
+  if (!message.header.contains("tensors")) return message;
+  const json& tensors = message.header["tensors"];
+  if (!tensors.is_array()) return absl::InternalError("\"tensors\" is not a list");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const json& t = tensors[i];
+    const std::string at = absl::StrCat("tensors[", i, "]");
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) {
+      return absl::InternalError(at + " has no string \"name\"");
+    }
+    WireTensor tensor;
+    tensor.name = t["name"].get<std::string>();
+    if (!t.contains("dtype") || !t["dtype"].is_string() ||
+        WireDTypeSize(t["dtype"].get<std::string>()) == 0) {
+      return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") \"dtype\" is not one of "
+                                              "f32, f16, bf16, i64"));
+    }
+    tensor.dtype = t["dtype"].get<std::string>();
+    if (!t.contains("shape") || !t["shape"].is_array()) {
+      return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") has no \"shape\" list"));
+    }
+    int64_t bytes = WireDTypeSize(tensor.dtype);
+    for (const json& d : t["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+        return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") \"shape\" has ",
+                                                d.dump(), ", not a non-negative integer"));
+      }
+      tensor.shape.push_back(d.get<int64_t>());
+      const std::optional<int64_t> product = CheckedMul(bytes, d.get<int64_t>());
+      if (!product.has_value()) {
+        return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") size overflows"));
+      }
+      bytes = *product;
+    }
+    const std::optional<int64_t> total = CheckedAdd(*payload_bytes, bytes);
+    if (!total.has_value()) return absl::InternalError("the payload size overflows");
+    *payload_bytes = *total;
+    tensor.bytes.resize(0);
+    message.tensors.push_back(std::move(tensor));
+  }
+  message.header.erase("tensors");
+  return message;
+}
+
+void FillPayload(WireMessage& message, const std::string& payload) {
+  size_t at = 0;
+  for (WireTensor& t : message.tensors) {
+    size_t bytes = WireDTypeSize(t.dtype);
+    for (int64_t d : t.shape) bytes *= static_cast<size_t>(d);
+    t.bytes = payload.substr(at, bytes);
+    at += bytes;
+  }
+}
+
+WireTensor ToWire(const std::string& name, const Tensor& tensor) {
+  WireTensor t{name, WireDTypeName(tensor.dtype()),
+               std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()), {}};
+  const int size = DTypeSize(tensor.dtype());
+  t.bytes.resize(static_cast<size_t>(tensor.num_elements()) * size);
+  // ToBits: row-major element bits (x86 is little-endian, as the wire is).
+  const std::vector<uint32_t> bits = tensor.ToBits();
+  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(&t.bytes[i * size], &bits[i], size);
+  return t;
+}
+
+WireTensor ToWire(const std::string& name, const std::vector<int64_t>& values,
+                  std::vector<int64_t> shape) {
+  WireTensor t{name, "i64", std::move(shape), {}};
+  t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
+  return t;
+}
+
+namespace {
+
+absl::StatusOr<const WireTensor*> Find(const WireMessage& message, const std::string& name,
+                                       const std::string& dtype,
+                                       const std::vector<int64_t>& expected_shape,
+                                       const std::string& what) {
+  for (const WireTensor& t : message.tensors) {
+    if (t.name != name) continue;
+    if (t.dtype != dtype) {
+      return absl::InternalError(
+          absl::StrCat(what, ": tensor ", name, " is ", t.dtype, ", expected ", dtype));
+    }
+    bool same = t.shape.size() == expected_shape.size();
+    for (size_t d = 0; same && d < t.shape.size(); ++d) {
+      same = expected_shape[d] < 0 || expected_shape[d] == t.shape[d];
+    }
+    if (!same) {
+      return absl::InternalError(absl::StrCat(what, ": tensor ", name, " has shape ",
+                                              ShapeString(t.shape), ", expected ",
+                                              ShapeString(expected_shape), " (-1: any)"));
+    }
+    return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> FromWire(const WireMessage& message, const std::string& name, DType dtype,
+                                const std::vector<int64_t>& expected_shape,
+                                const std::string& what) {
+  KV_ASSIGN_OR_RETURN(const WireTensor* t,
+                      Find(message, name, WireDTypeName(dtype), expected_shape, what));
+  if (t == nullptr) return absl::InternalError(absl::StrCat(what, ": no tensor ", name));
+  KV_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Zeros(dtype, t->shape));
+  if (!t->bytes.empty()) std::memcpy(tensor.storage()->bytes(), t->bytes.data(), t->bytes.size());
+  return tensor;
+}
+
+absl::StatusOr<std::vector<int64_t>> IntegersFromWire(const WireMessage& message,
+                                                      const std::string& name,
+                                                      const std::vector<int64_t>& shape,
+                                                      const std::string& what) {
+  KV_ASSIGN_OR_RETURN(const WireTensor* t, Find(message, name, "i64", shape, what));
+  std::vector<int64_t> values;
+  if (t == nullptr) return values;
+  values.resize(t->bytes.size() / sizeof(int64_t));
+  std::memcpy(values.data(), t->bytes.data(), t->bytes.size());
+  return values;
+}
+
+std::string CodeName(absl::StatusCode code) {
+  for (const auto& [c, name] : kCodes) {
+    if (c == code) return name;
+  }
+  return "INTERNAL";
+}
+
+absl::Status ReplyStatus(const nlohmann::json& header, const std::string& what) {
+  if (!header.contains("ok") || !header["ok"].is_boolean()) {
+    return absl::InternalError(absl::StrCat(what, ": the reply has no boolean \"ok\": ",
+                                            header.dump().substr(0, 200)));
+  }
+  if (header["ok"].get<bool>()) return absl::OkStatus();
+  const std::string message = header.contains("message") && header["message"].is_string()
+                                  ? header["message"].get<std::string>()
+                                  : "(no message)";
+  const std::string code = header.contains("code") && header["code"].is_string()
+                               ? header["code"].get<std::string>()
+                               : "";
+  for (const auto& [c, name] : kCodes) {
+    if (code == name) return absl::Status(c, absl::StrCat(what, ": ", message));
+  }
+  return absl::InternalError(absl::StrCat(what, ": ", message, " (unknown \"code\" '", code,
+                                          "'; PROTOCOL.md lists the codes)"));
+}
+
+}  // namespace kvcheck::engine

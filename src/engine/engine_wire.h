@@ -1,0 +1,73 @@
+// File: engine_wire.h
+// The messages of the engine protocol (PROTOCOL.md): a JSON header line, then the raw bytes
+// of the tensors it lists. Encoding of requests and decoding of replies, with every check a
+// malformed reply needs (each error names the field).
+#ifndef KVCHECK_SRC_ENGINE_ENGINE_WIRE_H_
+#define KVCHECK_SRC_ENGINE_ENGINE_WIRE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "src/tensor/tensor.h"
+
+namespace kvcheck::engine {
+
+inline constexpr int kProtocolVersion = 1;
+
+// One tensor of a message: its descriptor and its bytes (row-major, little-endian).
+struct WireTensor {
+  std::string name;
+  std::string dtype;  // "f32", "f16", "bf16", "i64"
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+struct WireMessage {
+  nlohmann::json header;  // without "tensors" (filled by Encode, read by Decode)
+  std::vector<WireTensor> tensors;
+};
+
+// The header line (with "tensors") and the payload, ready to write.
+std::string EncodeMessage(const WireMessage& message);
+
+// Bytes per element of a wire dtype; 0 for an unknown one.
+int WireDTypeSize(const std::string& dtype);
+
+// Parses a header line. Errors (kInternal): not a JSON object; "tensors" not a list of
+// {"name": string, "dtype": known, "shape": list of non-negative integers}; sizes that
+// overflow. On success `payload_bytes` is the sum of the tensors' sizes.
+absl::StatusOr<WireMessage> DecodeHeader(const std::string& line, int64_t* payload_bytes);
+// Splits `payload` into the tensors' bytes. REQUIRES: payload.size() == payload_bytes.
+void FillPayload(WireMessage& message, const std::string& payload);
+
+// A kvcheck tensor as a wire tensor (its elements in row-major order) and back.
+WireTensor ToWire(const std::string& name, const Tensor& tensor);
+WireTensor ToWire(const std::string& name, const std::vector<int64_t>& values,
+                  std::vector<int64_t> shape);
+// The tensor called `name`, checked against `dtype` and `expected_shape` (-1: any length).
+// Errors (kInternal, naming `what` and the field): missing, another dtype or shape.
+absl::StatusOr<Tensor> FromWire(const WireMessage& message, const std::string& name, DType dtype,
+                                const std::vector<int64_t>& expected_shape,
+                                const std::string& what);
+// The i64 tensor called `name` of shape `shape`, or an empty vector when it is absent.
+absl::StatusOr<std::vector<int64_t>> IntegersFromWire(const WireMessage& message,
+                                                      const std::string& name,
+                                                      const std::vector<int64_t>& shape,
+                                                      const std::string& what);
+
+const char* WireDTypeName(DType dtype);
+
+// The status of an {"ok": false, "code", "message"} reply, prefixed by `what`; OK for
+// {"ok": true}. Errors (kInternal) for a reply without a boolean "ok" or with an unknown code.
+absl::Status ReplyStatus(const nlohmann::json& header, const std::string& what);
+
+// A status code's protocol name ("INVALID_ARGUMENT") and back.
+std::string CodeName(absl::StatusCode code);
+
+}  // namespace kvcheck::engine
+
+#endif  // KVCHECK_SRC_ENGINE_ENGINE_WIRE_H_

@@ -1,0 +1,151 @@
+#include "src/engine/foreign_tensor.h"
+
+#include <cstddef>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/base/status_macros.h"
+#include "src/tensor/layout.h"
+#include "src/tensor/storage.h"
+#include "src/tensor/strided_loop.h"
+
+namespace kvcheck::engine {
+
+kvcheck_tensor Describe(const Tensor& tensor) {
+  kvcheck_tensor t{};
+  t.dtype = DTypeCode(tensor.dtype());
+  t.rank = 4;
+  for (int d = 0; d < 4; ++d) {
+    t.shape[d] = tensor.dim(d);
+    t.strides[d] = tensor.strides()[d];
+  }
+  // The element at the view's offset; the ABI passes data pointers, never offsets.
+  t.data = tensor.storage() == nullptr
+               ? nullptr
+               : static_cast<void*>(tensor.storage()->bytes() +
+                                    tensor.layout().offset() * DTypeSize(tensor.dtype()));
+  return t;
+}
+
+int32_t DTypeCode(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return KVCHECK_DTYPE_F16;
+    case DType::kBF16:
+      return KVCHECK_DTYPE_BF16;
+    case DType::kF32:
+      break;
+  }
+  return KVCHECK_DTYPE_F32;
+}
+
+std::optional<DType> DTypeFromCode(int32_t code) {
+  switch (code) {
+    case KVCHECK_DTYPE_F32:
+      return DType::kF32;
+    case KVCHECK_DTYPE_F16:
+      return DType::kF16;
+    case KVCHECK_DTYPE_BF16:
+      return DType::kBF16;
+    default:
+      return std::nullopt;
+  }
+}
+
+absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
+                                   absl::Span<const int64_t> expected_shape,
+                                   const std::string& what) {
+  if (foreign.rank != 4) {
+    return absl::InternalError(absl::StrCat(what, ": rank ", foreign.rank, ", expected 4"));
+  }
+  const std::optional<DType> got = DTypeFromCode(foreign.dtype);
+  if (!got.has_value()) {
+    return absl::InternalError(absl::StrCat(what, ": unknown dtype code ", foreign.dtype));
+  }
+  if (*got != dtype) {
+    return absl::InternalError(absl::StrCat(what, ": dtype ", DTypeName(*got), ", expected ",
+                                            DTypeName(dtype)));
+  }
+  const absl::Span<const int64_t> shape(foreign.shape, 4);
+  const absl::Span<const int64_t> strides(foreign.strides, 4);
+  for (int d = 0; d < 4; ++d) {
+    if (expected_shape[d] >= 0 && shape[d] != expected_shape[d]) {
+      return absl::InternalError(absl::StrCat(
+          what, ": shape [", absl::StrJoin(shape, ", "), "], expected [",
+          absl::StrJoin(expected_shape, ", ", [](std::string* out, int64_t n) {
+            absl::StrAppend(out, n < 0 ? std::string("any") : absl::StrCat(n));
+          }),
+          "] (dimension ", d, ")"));
+    }
+  }
+  // Layout::Strided rejects negative dimensions and strides and any overflow of the extent.
+  absl::StatusOr<Layout> layout = Layout::Strided(shape, strides, 0);
+  if (!layout.ok()) {
+    return absl::InternalError(absl::StrCat(what, ": ", layout.status().message()));
+  }
+  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(dtype, shape));
+  if (layout->num_elements() == 0) return copy;
+  if (foreign.data == nullptr) {
+    return absl::InternalError(absl::StrCat(what, ": null data pointer for shape [",
+                                            absl::StrJoin(shape, ", "), "]"));
+  }
+  CopyStridedBytes(static_cast<const std::byte*>(foreign.data), *layout,
+                   copy.storage()->bytes(), copy.layout(), DTypeSize(dtype));
+  return copy;
+}
+
+absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what) {
+  if (foreign.rank != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": rank ", foreign.rank, ", expected 4"));
+  }
+  const std::optional<DType> dtype = DTypeFromCode(foreign.dtype);
+  if (!dtype.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": unknown dtype code ", foreign.dtype));
+  }
+  absl::StatusOr<Layout> layout =
+      Layout::Strided(absl::Span<const int64_t>(foreign.shape, 4),
+                      absl::Span<const int64_t>(foreign.strides, 4), 0);
+  if (!layout.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", layout.status().message()));
+  }
+  const int64_t extent = layout->required_storage();
+  if (extent > 0 && foreign.data == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": null data pointer"));
+  }
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::Allocate(*dtype, extent));
+  if (extent > 0) {
+    std::memcpy(storage->bytes(), foreign.data, extent * DTypeSize(*dtype));
+  }
+  return Tensor::View(std::move(storage), *std::move(layout));
+}
+
+absl::Status WriteForeign(const Tensor& tensor, const kvcheck_tensor& foreign,
+                          const std::string& what) {
+  if (foreign.rank != 4 || tensor.rank() != 4 || DTypeFromCode(foreign.dtype) != tensor.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": rank or dtype differ from the result"));
+  }
+  for (int d = 0; d < 4; ++d) {
+    if (foreign.shape[d] != tensor.dim(d)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": dimension ", d, " is ",
+                                                     foreign.shape[d], ", the result's ",
+                                                     tensor.dim(d)));
+    }
+  }
+  absl::StatusOr<Layout> layout =
+      Layout::Strided(absl::Span<const int64_t>(foreign.shape, 4),
+                      absl::Span<const int64_t>(foreign.strides, 4), 0);
+  if (!layout.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", layout.status().message()));
+  }
+  if (layout->num_elements() == 0) return absl::OkStatus();
+  if (foreign.data == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": null data pointer"));
+  }
+  // The source layout carries its own offset.
+  CopyStridedBytes(tensor.storage()->bytes(), tensor.layout(), static_cast<std::byte*>(foreign.data),
+                   *layout, DTypeSize(tensor.dtype()));
+  return absl::OkStatus();
+}
+
+}  // namespace kvcheck::engine

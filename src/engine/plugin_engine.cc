@@ -1,0 +1,269 @@
+#include "src/engine/plugin_engine.h"
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
+#include "src/engine/foreign_tensor.h"
+
+namespace kvcheck::engine {
+namespace {
+
+// The table size of ABI version 1: every field up to `attend`.
+constexpr size_t kMinTableSize = offsetof(kvcheck_engine, attend) + sizeof(void*);
+
+constexpr uint32_t kKnownStrategyFlags = (1u << 7) - 1;
+constexpr uint32_t kKnownFeatures = (1u << 8) - 1;
+
+// An engine's error as a Status: its code (unknown codes become kInternal, saying so) and
+// message, prefixed by the engine and the operation.
+absl::Status EngineError(const std::string& engine, const char* operation, int32_t code,
+                         kvcheck_error& err) {
+  err.message[KVCHECK_MESSAGE_SIZE - 1] = '\0';
+  std::string message =
+      absl::StrCat(engine, " ", operation, ": ", err.message[0] ? err.message : "(no message)");
+  switch (code) {
+    case KVCHECK_INVALID_ARGUMENT:
+    case KVCHECK_NOT_FOUND:
+    case KVCHECK_RESOURCE_EXHAUSTED:
+    case KVCHECK_FAILED_PRECONDITION:
+    case KVCHECK_OUT_OF_RANGE:
+    case KVCHECK_UNIMPLEMENTED:
+    case KVCHECK_INTERNAL:
+      return absl::Status(static_cast<absl::StatusCode>(code), message);
+    default:
+      return absl::InternalError(absl::StrCat(message, " (unknown status code ", code, ")"));
+  }
+}
+
+kvcheck_cache* AsCache(CacheHandle handle) { return reinterpret_cast<kvcheck_cache*>(handle); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PluginEngine>> PluginEngine::Load(const std::string& path) {
+  // RTLD_LOCAL: the engine's symbols stay its own; RTLD_NOW: a missing symbol is an error here,
+  // not a crash in the middle of a case.
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot load engine library ", path, ": ", dlerror()));
+  }
+  void* entry = dlsym(library, KVCHECK_ENGINE_ENTRY_NAME);
+  if (entry == nullptr) {
+    dlclose(library);
+    return absl::NotFoundError(absl::StrCat("engine library ", path, " does not export ",
+                                            KVCHECK_ENGINE_ENTRY_NAME, " (kvcheck_engine.h)"));
+  }
+  const kvcheck_engine* table = reinterpret_cast<kvcheck_engine_entry>(entry)();
+  std::unique_ptr<PluginEngine> engine(
+      new PluginEngine(library, table, absl::StrCat("plug-in ", path)));
+  KV_RETURN_IF_ERROR(engine->ReadTable());
+  return engine;
+}
+
+absl::StatusOr<std::unique_ptr<PluginEngine>> PluginEngine::FromTable(const kvcheck_engine* table,
+                                                                      std::string description) {
+  std::unique_ptr<PluginEngine> engine(new PluginEngine(nullptr, table, std::move(description)));
+  KV_RETURN_IF_ERROR(engine->ReadTable());
+  return engine;
+}
+
+PluginEngine::~PluginEngine() {
+  if (library_ != nullptr) dlclose(library_);
+}
+
+absl::Status PluginEngine::ReadTable() {
+  const std::string where = description_;
+  const auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": malformed engine table: ", what));
+  };
+  if (table_ == nullptr) return bad("the entry point returned NULL");
+  if (table_->abi_version != KVCHECK_ENGINE_ABI_VERSION) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": engine ABI version ", table_->abi_version, ", kvcheck speaks ",
+                     KVCHECK_ENGINE_ABI_VERSION));
+  }
+  if (table_->struct_size < kMinTableSize) {
+    return bad(absl::StrCat("struct_size ", table_->struct_size, " < ", kMinTableSize));
+  }
+  if (table_->name == nullptr || table_->name[0] == '\0') return bad("name is empty");
+  info_.name = table_->name;
+  if (table_->num_strategies < 0 || (table_->num_strategies > 0 && table_->strategies == nullptr)) {
+    return bad(absl::StrCat("num_strategies ", table_->num_strategies, " with strategies ",
+                            table_->strategies == nullptr ? "NULL" : "set"));
+  }
+  if (table_->num_kernels < 0 || (table_->num_kernels > 0 && table_->kernels == nullptr)) {
+    return bad(absl::StrCat("num_kernels ", table_->num_kernels, " with kernels ",
+                            table_->kernels == nullptr ? "NULL" : "set"));
+  }
+  if (table_->num_strategies == 0 && table_->num_kernels == 0) {
+    return bad("no strategies and no kernels: nothing to check");
+  }
+  for (int i = 0; i < table_->num_strategies; ++i) {
+    const kvcheck_strategy_info& s = table_->strategies[i];
+    const std::string at = absl::StrCat("strategies[", i, "]");
+    if (s.name == nullptr || s.name[0] == '\0') return bad(at + ".name is empty");
+    if ((s.flags & ~kKnownStrategyFlags) != 0) {
+      return bad(absl::StrCat(at, ".flags has unknown bits ", s.flags & ~kKnownStrategyFlags));
+    }
+    if ((s.dtypes & 7u) == 0 || (s.dtypes & ~7u) != 0) {
+      return bad(absl::StrCat(at, ".dtypes ", s.dtypes, " (bits 1 << KVCHECK_DTYPE_*)"));
+    }
+    if ((s.flags & KVCHECK_STRATEGY_WINDOWED) && s.default_config.window < 1) {
+      return bad(at + " is WINDOWED but default_config.window < 1");
+    }
+    if ((s.flags & KVCHECK_STRATEGY_FORK) && table_->cache_fork == nullptr) {
+      return bad(at + " declares FORK but cache_fork is NULL");
+    }
+    if ((s.flags & KVCHECK_STRATEGY_RESET) && table_->cache_reset == nullptr) {
+      return bad(at + " declares RESET but cache_reset is NULL");
+    }
+    if ((s.flags & KVCHECK_STRATEGY_STATS) && table_->cache_stats == nullptr) {
+      return bad(at + " declares STATS but cache_stats is NULL");
+    }
+    info_.strategies.push_back(
+        {s.name, s.summary != nullptr ? s.summary : "", s.flags, s.dtypes,
+         {s.default_config.initial_capacity, s.default_config.window, s.default_config.max_bytes}});
+  }
+  if (table_->num_strategies > 0 &&
+      (table_->cache_create == nullptr || table_->cache_append == nullptr ||
+       table_->cache_view == nullptr || table_->cache_destroy == nullptr)) {
+    return bad("strategies are declared but cache_create, cache_append, cache_view or "
+               "cache_destroy is NULL");
+  }
+  for (int i = 0; i < table_->num_kernels; ++i) {
+    const kvcheck_kernel_info& k = table_->kernels[i];
+    const std::string at = absl::StrCat("kernels[", i, "]");
+    if (k.name == nullptr || k.name[0] == '\0') return bad(at + ".name is empty");
+    if ((k.features & ~kKnownFeatures) != 0) {
+      return bad(absl::StrCat(at, ".features has unknown bits ", k.features & ~kKnownFeatures));
+    }
+    if ((k.dtypes & 7u) == 0 || (k.dtypes & ~7u) != 0) {
+      return bad(absl::StrCat(at, ".dtypes ", k.dtypes, " (bits 1 << KVCHECK_DTYPE_*)"));
+    }
+    info_.kernels.push_back({k.name, k.summary != nullptr ? k.summary : "", k.features, k.dtypes});
+  }
+  if (table_->num_kernels > 0 && table_->attend == nullptr) {
+    return bad("kernels are declared but attend is NULL");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CacheHandle> PluginEngine::CreateCache(int strategy, const CacheConfig& config) {
+  const kvcheck_cache_config c{config.initial_capacity, config.window, config.max_bytes};
+  kvcheck_cache* cache = nullptr;
+  kvcheck_error err{};
+  const int32_t code = table_->cache_create(strategy, &c, &cache, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "cache_create", code, err);
+  if (cache == nullptr) {
+    return absl::InternalError(absl::StrCat(info_.name, " cache_create returned OK and NULL"));
+  }
+  return reinterpret_cast<CacheHandle>(cache);
+}
+
+absl::StatusOr<CacheView> PluginEngine::CopyView(const kvcheck_view& view, const KvShape& shape,
+                                                 const char* operation) {
+  const std::string what = absl::StrCat(info_.name, " ", operation, " returned ");
+  CacheView out;
+  KV_ASSIGN_OR_RETURN(out.k, CopyForeign(view.k, shape.dtype,
+                                         {shape.batch, shape.num_kv_heads, -1, shape.head_dim},
+                                         what + "k"));
+  const int64_t length = out.k.dim(2);
+  KV_ASSIGN_OR_RETURN(out.v, CopyForeign(view.v, shape.dtype,
+                                         {shape.batch, shape.num_kv_heads, length, shape.head_dim},
+                                         what + "v"));
+  if (view.positions != nullptr) {
+    out.positions.assign(view.positions, view.positions + shape.batch * length);
+  }
+  return out;
+}
+
+absl::StatusOr<CacheView> PluginEngine::Append(CacheHandle cache, const Tensor& k, const Tensor& v,
+                                               absl::Span<const bool> active) {
+  const kvcheck_tensor kt = Describe(k), vt = Describe(v);
+  std::vector<uint8_t> flags(active.begin(), active.end());
+  kvcheck_view view{};
+  kvcheck_error err{};
+  const int32_t code = table_->cache_append(AsCache(cache), &kt, &vt,
+                                            active.empty() ? nullptr : flags.data(), &view, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "cache_append", code, err);
+  return CopyView(view, {k.dim(0), k.dim(1), k.dim(3), k.dtype()}, "cache_append");
+}
+
+absl::StatusOr<CacheView> PluginEngine::View(CacheHandle cache, const KvShape& shape) {
+  kvcheck_view view{};
+  kvcheck_error err{};
+  const int32_t code = table_->cache_view(AsCache(cache), &view, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "cache_view", code, err);
+  return CopyView(view, shape, "cache_view");
+}
+
+absl::StatusOr<CacheHandle> PluginEngine::Fork(CacheHandle cache) {
+  if (table_->cache_fork == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(info_.name, " has no cache_fork"));
+  }
+  kvcheck_cache* fork = nullptr;
+  kvcheck_error err{};
+  const int32_t code = table_->cache_fork(AsCache(cache), &fork, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "cache_fork", code, err);
+  if (fork == nullptr) {
+    return absl::InternalError(absl::StrCat(info_.name, " cache_fork returned OK and NULL"));
+  }
+  return reinterpret_cast<CacheHandle>(fork);
+}
+
+absl::Status PluginEngine::Reset(CacheHandle cache) {
+  if (table_->cache_reset == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(info_.name, " has no cache_reset"));
+  }
+  table_->cache_reset(AsCache(cache));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CacheStats> PluginEngine::Stats(CacheHandle cache) {
+  if (table_->cache_stats == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(info_.name, " has no cache_stats"));
+  }
+  kvcheck_cache_stats s{};
+  table_->cache_stats(AsCache(cache), &s);
+  CacheStats stats;
+  stats.capacity = s.capacity;
+  stats.counters.bytes_allocated = s.bytes_allocated;
+  stats.counters.bytes_held = s.bytes_held;
+  stats.counters.bytes_growth_copied = s.bytes_growth_copied;
+  stats.counters.bytes_other_copied = s.bytes_other_copied;
+  return stats;
+}
+
+void PluginEngine::Destroy(CacheHandle cache) { table_->cache_destroy(AsCache(cache)); }
+
+absl::StatusOr<Tensor> PluginEngine::Attend(int kernel, const Tensor& q, const Tensor& k,
+                                            const Tensor& v, const AttentionParams& params) {
+  const kvcheck_tensor qt = Describe(q), kt = Describe(k), vt = Describe(v);
+  kvcheck_tensor mask{};
+  kvcheck_attention_params p{};
+  p.has_scale = params.scale.has_value() ? 1 : 0;
+  p.scale = params.scale.value_or(0.0f);
+  p.softcap = params.softcap;
+  p.causal = params.causal ? 1 : 0;
+  p.window = params.window;
+  p.alibi_slopes = params.alibi_slopes.empty() ? nullptr : params.alibi_slopes.data();
+  if (params.mask.has_value()) {
+    mask = Describe(*params.mask);
+    p.mask = &mask;
+  }
+  p.q_positions = params.q_positions.empty() ? nullptr : params.q_positions.data();
+  p.kv_positions = params.kv_positions.empty() ? nullptr : params.kv_positions.data();
+  // NaN-filled: an element the kernel never writes shows as NaN, not as a plausible 0.
+  KV_ASSIGN_OR_RETURN(Tensor out,
+                      Tensor::Filled(q.dtype(), {q.dim(0), q.dim(1), q.dim(2), v.dim(3)}, NAN));
+  kvcheck_tensor ot = Describe(out);
+  kvcheck_error err{};
+  const int32_t code = table_->attend(kernel, &qt, &kt, &vt, &p, &ot, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "attend", code, err);
+  return out;
+}
+
+}  // namespace kvcheck::engine

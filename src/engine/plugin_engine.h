@@ -1,0 +1,63 @@
+// File: plugin_engine.h
+// PluginEngine: an engine loaded in process from a shared library implementing the C ABI of
+// kvcheck_engine.h (dlopen, then the one entry point kvcheck_engine_v1).
+//
+// Load checks the table before anything is called: ABI version, table size, names, indices,
+// and that every function a declared flag needs is present. Every call then converts
+// kvcheck's tensors to descriptors without copying, and copies what the engine returns after
+// checking its descriptors (foreign_tensor.h). A crash inside the library is a crash of this
+// process: kvcheck's default fork isolation turns it into a failing case.
+#ifndef KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
+#define KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/engine/engine.h"
+#include "src/engine/kvcheck_engine.h"
+
+namespace kvcheck::engine {
+
+class PluginEngine : public Engine {
+ public:
+  // Errors: kNotFound when the library cannot be loaded or lacks the entry point (dlerror's
+  // message); kFailedPrecondition for another ABI version; kInvalidArgument for a malformed
+  // table (naming the field).
+  static absl::StatusOr<std::unique_ptr<PluginEngine>> Load(const std::string& path);
+  // The same from a table already in this process (an engine linked into a test).
+  static absl::StatusOr<std::unique_ptr<PluginEngine>> FromTable(const kvcheck_engine* table,
+                                                                 std::string description);
+  ~PluginEngine() override;
+
+  const EngineInfo& info() const override { return info_; }
+  std::string description() const override { return description_; }
+
+  absl::StatusOr<CacheHandle> CreateCache(int strategy, const CacheConfig& config) override;
+  absl::StatusOr<CacheView> Append(CacheHandle cache, const Tensor& k, const Tensor& v,
+                                   absl::Span<const bool> active) override;
+  absl::StatusOr<CacheView> View(CacheHandle cache, const KvShape& shape) override;
+  absl::StatusOr<CacheHandle> Fork(CacheHandle cache) override;
+  absl::Status Reset(CacheHandle cache) override;
+  absl::StatusOr<CacheStats> Stats(CacheHandle cache) override;
+  void Destroy(CacheHandle cache) override;
+  absl::StatusOr<Tensor> Attend(int kernel, const Tensor& q, const Tensor& k, const Tensor& v,
+                                const AttentionParams& params) override;
+
+ private:
+  PluginEngine(void* library, const kvcheck_engine* table, std::string description)
+      : library_(library), table_(table), description_(std::move(description)) {}
+  absl::Status ReadTable();
+  // The view an engine returned for a cache of (B, KH, D, dtype) = `shape`, copied.
+  absl::StatusOr<CacheView> CopyView(const kvcheck_view& view, const KvShape& shape,
+                                     const char* operation);
+
+  void* library_;  // dlopen handle, or null
+  const kvcheck_engine* table_;
+  std::string description_;
+  EngineInfo info_;
+};
+
+}  // namespace kvcheck::engine
+
+#endif  // KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_

@@ -1,0 +1,369 @@
+#include "src/engine/process_engine.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
+#include "src/engine/kvcheck_engine.h"
+
+namespace kvcheck::engine {
+namespace {
+
+using nlohmann::json;
+
+// Limits on what a reply may claim before kvcheck allocates for it.
+constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
+constexpr int64_t kMaxPayloadBytes = int64_t{1} << 32;
+
+const std::pair<const char*, uint32_t> kStrategyFlags[] = {
+    {"windowed", KVCHECK_STRATEGY_WINDOWED},
+    {"per_row", KVCHECK_STRATEGY_PER_ROW},
+    {"fork", KVCHECK_STRATEGY_FORK},
+    {"reset", KVCHECK_STRATEGY_RESET},
+    {"stats", KVCHECK_STRATEGY_STATS},
+    {"amortized_growth", KVCHECK_STRATEGY_AMORTIZED_GROWTH},
+    {"max_bytes", KVCHECK_STRATEGY_MAX_BYTES},
+};
+const std::pair<const char*, uint32_t> kFeatures[] = {
+    {"scale", KVCHECK_FEATURE_SCALE},   {"softcap", KVCHECK_FEATURE_SOFTCAP},
+    {"alibi", KVCHECK_FEATURE_ALIBI},   {"causal", KVCHECK_FEATURE_CAUSAL},
+    {"window", KVCHECK_FEATURE_WINDOW}, {"mask", KVCHECK_FEATURE_MASK},
+    {"positions", KVCHECK_FEATURE_POSITIONS}, {"gqa", KVCHECK_FEATURE_GQA},
+};
+const std::pair<const char*, uint32_t> kDTypes[] = {
+    {"f32", 1u << KVCHECK_DTYPE_F32},
+    {"f16", 1u << KVCHECK_DTYPE_F16},
+    {"bf16", 1u << KVCHECK_DTYPE_BF16},
+};
+
+// The bits of a list of names. Errors name `what` and the unknown entry.
+template <size_t N>
+absl::StatusOr<uint32_t> Bits(const json& list, const std::pair<const char*, uint32_t> (&names)[N],
+                              const std::string& what) {
+  if (!list.is_array()) return absl::InternalError(absl::StrCat("hello: ", what, " is not a list"));
+  uint32_t bits = 0;
+  for (const json& entry : list) {
+    bool known = false;
+    for (const auto& [name, bit] : names) {
+      if (entry.is_string() && entry.get<std::string>() == name) {
+        bits |= bit;
+        known = true;
+      }
+    }
+    if (!known) {
+      return absl::InternalError(absl::StrCat("hello: ", what, " has unknown entry ", entry.dump()));
+    }
+  }
+  return bits;
+}
+
+absl::StatusOr<std::string> String(const json& object, const char* field, const std::string& what,
+                                   bool required = true) {
+  if (!object.contains(field)) {
+    if (!required) return std::string();
+    return absl::InternalError(absl::StrCat(what, ": no \"", field, "\""));
+  }
+  if (!object[field].is_string()) {
+    return absl::InternalError(absl::StrCat(what, ": \"", field, "\" is not a string"));
+  }
+  return object[field].get<std::string>();
+}
+
+absl::StatusOr<int64_t> Integer(const json& object, const char* field, const std::string& what) {
+  if (!object.contains(field) || !object[field].is_number_integer()) {
+    return absl::InternalError(absl::StrCat(what, ": \"", field, "\" is missing or not an integer"));
+  }
+  return object[field].get<int64_t>();
+}
+
+absl::StatusOr<EngineInfo> ParseHello(const json& h) {
+  EngineInfo info;
+  KV_ASSIGN_OR_RETURN(info.name, String(h, "name", "hello"));
+  if (!h.contains("strategies") || !h["strategies"].is_array() || !h.contains("kernels") ||
+      !h["kernels"].is_array()) {
+    return absl::InternalError("hello: \"strategies\" and \"kernels\" must be lists");
+  }
+  for (size_t i = 0; i < h["strategies"].size(); ++i) {
+    const json& s = h["strategies"][i];
+    const std::string at = absl::StrCat("hello: strategies[", i, "]");
+    if (!s.is_object()) return absl::InternalError(at + " is not an object");
+    StrategyInfo strategy;
+    KV_ASSIGN_OR_RETURN(strategy.name, String(s, "name", at));
+    KV_ASSIGN_OR_RETURN(strategy.summary, String(s, "summary", at, false));
+    KV_ASSIGN_OR_RETURN(strategy.flags, Bits(s.value("flags", json::array()), kStrategyFlags,
+                                             at + ".flags"));
+    KV_ASSIGN_OR_RETURN(strategy.dtypes, Bits(s.value("dtypes", json::array({"f32"})), kDTypes,
+                                              at + ".dtypes"));
+    if (s.contains("default_config")) {
+      const json& c = s["default_config"];
+      if (!c.is_object()) return absl::InternalError(at + ".default_config is not an object");
+      strategy.default_config.initial_capacity = c.value("initial_capacity", int64_t{0});
+      strategy.default_config.window = c.value("window", int64_t{0});
+      strategy.default_config.max_bytes = c.value("max_bytes", int64_t{0});
+    }
+    if ((strategy.flags & KVCHECK_STRATEGY_WINDOWED) && strategy.default_config.window < 1) {
+      return absl::InternalError(at + " is windowed but default_config.window < 1");
+    }
+    if (strategy.dtypes == 0) return absl::InternalError(at + ".dtypes is empty");
+    info.strategies.push_back(std::move(strategy));
+  }
+  for (size_t i = 0; i < h["kernels"].size(); ++i) {
+    const json& k = h["kernels"][i];
+    const std::string at = absl::StrCat("hello: kernels[", i, "]");
+    if (!k.is_object()) return absl::InternalError(at + " is not an object");
+    KernelInfo kernel;
+    KV_ASSIGN_OR_RETURN(kernel.name, String(k, "name", at));
+    KV_ASSIGN_OR_RETURN(kernel.summary, String(k, "summary", at, false));
+    KV_ASSIGN_OR_RETURN(kernel.features,
+                        Bits(k.value("features", json::array()), kFeatures, at + ".features"));
+    KV_ASSIGN_OR_RETURN(kernel.dtypes,
+                        Bits(k.value("dtypes", json::array({"f32"})), kDTypes, at + ".dtypes"));
+    if (kernel.dtypes == 0) return absl::InternalError(at + ".dtypes is empty");
+    info.kernels.push_back(std::move(kernel));
+  }
+  if (info.strategies.empty() && info.kernels.empty()) {
+    return absl::InternalError("hello: no strategies and no kernels: nothing to check");
+  }
+  return info;
+}
+
+// f32 values as JSON numbers that read back exactly (9 significant digits).
+json Float(float x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", x);
+  return json::parse(text);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProcessEngine>> ProcessEngine::Start(const std::string& command,
+                                                                    Options options) {
+  std::unique_ptr<ProcessEngine> engine(new ProcessEngine(command, options));
+  KV_RETURN_IF_ERROR(engine->Launch());
+  return engine;
+}
+
+ProcessEngine::~ProcessEngine() {
+  if (child_ != nullptr && broken_.ok()) {
+    // A polite goodbye; the destructor of child_ kills whatever is left.
+    (void)child_->Write(EncodeMessage({{{"op", "bye"}}, {}}), 1.0);
+  }
+}
+
+std::string ProcessEngine::description() const { return absl::StrCat("process '", command_, "'"); }
+
+absl::Status ProcessEngine::Launch() {
+  child_.reset();
+  broken_ = absl::OkStatus();
+  KV_ASSIGN_OR_RETURN(child_, ChildProcess::Start(command_));
+  KV_ASSIGN_OR_RETURN(WireMessage reply,
+                      Call({{{"op", "hello"}, {"protocol", kProtocolVersion}}, {}}, "hello"));
+  if (!reply.header.contains("protocol") || reply.header["protocol"] != kProtocolVersion) {
+    broken_ = absl::FailedPreconditionError(
+        absl::StrCat(description(), " speaks protocol ",
+                     reply.header.value("protocol", json()).dump(), ", kvcheck speaks ",
+                     kProtocolVersion, " (src/engine/PROTOCOL.md)"));
+    return broken_;
+  }
+  absl::StatusOr<EngineInfo> info = ParseHello(reply.header);
+  if (!info.ok()) {
+    broken_ = absl::InternalError(absl::StrCat(description(), ": ", info.status().message()));
+    return broken_;
+  }
+  if (restarts_ > 0 || !info_.name.empty()) {
+    // A restarted engine must describe itself as before: the properties hold its indices.
+    if (info->name != info_.name || info->strategies.size() != info_.strategies.size() ||
+        info->kernels.size() != info_.kernels.size()) {
+      broken_ = absl::InternalError(absl::StrCat(description(),
+                                                 ": after a restart, hello described another "
+                                                 "engine"));
+      return broken_;
+    }
+    return absl::OkStatus();
+  }
+  info_ = *std::move(info);
+  return absl::OkStatus();
+}
+
+absl::Status ProcessEngine::RestartIfNeeded(bool always, bool case_crashed) {
+  const bool dead = child_ == nullptr || !child_->Running();
+  if (!always && !case_crashed && !dead && broken_.ok()) return absl::OkStatus();
+  ++restarts_;
+  return Launch();
+}
+
+absl::Status ProcessEngine::TransportError(const absl::Status& status, const std::string& what) {
+  std::string message = absl::StrCat(info_.name.empty() ? description() : info_.name, " ", what,
+                                     ": ", status.message());
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    absl::StrAppend(&message, " (no reply within ", options_.timeout_seconds,
+                    " s: the engine hangs; its process group was killed)");
+    child_->Kill();
+  }
+  // The wrapper shell's last stderr line says how the command ended (child_process.h); when
+  // the output closed, give it a moment to be written.
+  constexpr const char* kExitMarker = "[engine exited with status ";
+  std::string stderr_now = child_->StderrTail();
+  for (int i = 0; i < 50 && status.code() == absl::StatusCode::kUnavailable &&
+                  stderr_now.find(kExitMarker) == std::string::npos;
+       ++i) {
+    usleep(10000);
+    stderr_now = child_->StderrTail();
+  }
+  const size_t exited = stderr_now.rfind("[engine exited with status ");
+  if (exited != std::string::npos) {
+    const int code = std::atoi(stderr_now.c_str() + exited + std::strlen(kExitMarker));
+    absl::StrAppend(&message, code > 128 ? absl::StrCat(" (killed by signal ", code - 128, ")")
+                                         : absl::StrCat(" (exit status ", code, ")"));
+  }
+  if (!stderr_now.empty()) absl::StrAppend(&message, "\nengine stderr (end):\n", stderr_now);
+  broken_ = absl::Status(status.code(), message);
+  return broken_;
+}
+
+absl::StatusOr<WireMessage> ProcessEngine::Call(const WireMessage& request,
+                                                const std::string& what) {
+  KV_RETURN_IF_ERROR(broken_);
+  const double timeout = options_.timeout_seconds;
+  if (absl::Status written = child_->Write(EncodeMessage(request), timeout); !written.ok()) {
+    return TransportError(written, what);
+  }
+  absl::StatusOr<std::string> line = child_->ReadLine(timeout, kMaxHeaderBytes);
+  if (!line.ok()) return TransportError(line.status(), what);
+  int64_t payload_bytes = 0;
+  absl::StatusOr<WireMessage> reply = DecodeHeader(*line, &payload_bytes);
+  if (!reply.ok()) return TransportError(reply.status(), what);
+  if (payload_bytes > kMaxPayloadBytes) {
+    return TransportError(absl::InternalError(absl::StrCat("the reply declares ", payload_bytes,
+                                                           " payload bytes")),
+                          what);
+  }
+  std::string payload(static_cast<size_t>(payload_bytes), '\0');
+  if (absl::Status read = child_->ReadExactly(payload.data(), payload.size(), timeout);
+      !read.ok()) {
+    return TransportError(read, what);
+  }
+  FillPayload(*reply, payload);
+  // An error reply is the engine's answer, not a transport failure: the stream stays in step.
+  KV_RETURN_IF_ERROR(ReplyStatus(reply->header, absl::StrCat(info_.name, " ", what)));
+  return reply;
+}
+
+absl::StatusOr<CacheHandle> ProcessEngine::CreateCache(int strategy, const CacheConfig& config) {
+  KV_ASSIGN_OR_RETURN(
+      WireMessage reply,
+      Call({{{"op", "create"},
+             {"strategy", info_.strategies[strategy].name},
+             {"config",
+              {{"initial_capacity", config.initial_capacity},
+               {"window", config.window},
+               {"max_bytes", config.max_bytes}}}},
+            {}},
+           "create"));
+  absl::StatusOr<int64_t> id = Integer(reply.header, "cache", info_.name + " create reply");
+  if (!id.ok()) return TransportError(id.status(), "create");
+  return static_cast<CacheHandle>(*id);
+}
+
+absl::StatusOr<CacheView> ProcessEngine::ViewFrom(const WireMessage& reply, const KvShape& shape,
+                                                  const std::string& what) {
+  const std::string where = absl::StrCat(info_.name, " ", what, " reply");
+  CacheView view;
+  absl::StatusOr<Tensor> k =
+      FromWire(reply, "k", shape.dtype, {shape.batch, shape.num_kv_heads, -1, shape.head_dim}, where);
+  if (!k.ok()) return TransportError(k.status(), what);
+  view.k = *std::move(k);
+  const int64_t length = view.k.dim(2);
+  absl::StatusOr<Tensor> v = FromWire(
+      reply, "v", shape.dtype, {shape.batch, shape.num_kv_heads, length, shape.head_dim}, where);
+  if (!v.ok()) return TransportError(v.status(), what);
+  view.v = *std::move(v);
+  absl::StatusOr<std::vector<int64_t>> positions =
+      IntegersFromWire(reply, "positions", {shape.batch, length}, where);
+  if (!positions.ok()) return TransportError(positions.status(), what);
+  view.positions = *std::move(positions);
+  return view;
+}
+
+absl::StatusOr<CacheView> ProcessEngine::Append(CacheHandle cache, const Tensor& k, const Tensor& v,
+                                                absl::Span<const bool> active) {
+  WireMessage request{{{"op", "append"}, {"cache", static_cast<int64_t>(cache)}},
+                      {ToWire("k", k), ToWire("v", v)}};
+  if (!active.empty()) {
+    request.header["active"] = std::vector<bool>(active.begin(), active.end());
+  }
+  KV_ASSIGN_OR_RETURN(WireMessage reply, Call(request, "append"));
+  return ViewFrom(reply, {k.dim(0), k.dim(1), k.dim(3), k.dtype()}, "append");
+}
+
+absl::StatusOr<CacheView> ProcessEngine::View(CacheHandle cache, const KvShape& shape) {
+  KV_ASSIGN_OR_RETURN(WireMessage reply,
+                      Call({{{"op", "view"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "view"));
+  return ViewFrom(reply, shape, "view");
+}
+
+absl::StatusOr<CacheHandle> ProcessEngine::Fork(CacheHandle cache) {
+  KV_ASSIGN_OR_RETURN(WireMessage reply,
+                      Call({{{"op", "fork"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "fork"));
+  absl::StatusOr<int64_t> id = Integer(reply.header, "cache", info_.name + " fork reply");
+  if (!id.ok()) return TransportError(id.status(), "fork");
+  return static_cast<CacheHandle>(*id);
+}
+
+absl::Status ProcessEngine::Reset(CacheHandle cache) {
+  return Call({{{"op", "reset"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "reset").status();
+}
+
+absl::StatusOr<CacheStats> ProcessEngine::Stats(CacheHandle cache) {
+  KV_ASSIGN_OR_RETURN(WireMessage reply,
+                      Call({{{"op", "stats"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "stats"));
+  const std::string where = info_.name + " stats reply";
+  CacheStats stats;
+  int64_t* fields[] = {&stats.capacity, &stats.counters.bytes_allocated,
+                       &stats.counters.bytes_held, &stats.counters.bytes_growth_copied,
+                       &stats.counters.bytes_other_copied};
+  const char* names[] = {"capacity", "bytes_allocated", "bytes_held", "bytes_growth_copied",
+                         "bytes_other_copied"};
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<int64_t> value = Integer(reply.header, names[i], where);
+    if (!value.ok()) return TransportError(value.status(), "stats");
+    *fields[i] = *value;
+  }
+  return stats;
+}
+
+void ProcessEngine::Destroy(CacheHandle cache) {
+  // A failure here has nowhere to go; the next call reports a broken transport.
+  (void)Call({{{"op", "destroy"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "destroy");
+}
+
+absl::StatusOr<Tensor> ProcessEngine::Attend(int kernel, const Tensor& q, const Tensor& k,
+                                             const Tensor& v, const AttentionParams& params) {
+  json p = {{"scale", params.scale.has_value() ? Float(*params.scale) : json()},
+            {"softcap", Float(params.softcap)},
+            {"causal", params.causal},
+            {"window", params.window},
+            {"alibi_slopes", json::array()}};
+  for (float slope : params.alibi_slopes) p["alibi_slopes"].push_back(Float(slope));
+  WireMessage request{{{"op", "attend"}, {"kernel", info_.kernels[kernel].name}, {"params", p}},
+                      {ToWire("q", q), ToWire("k", k), ToWire("v", v)}};
+  if (params.mask.has_value()) request.tensors.push_back(ToWire("mask", *params.mask));
+  const int64_t B = q.dim(0), Sq = q.dim(2), Skv = k.dim(2);
+  if (!params.q_positions.empty()) {
+    request.tensors.push_back(ToWire("q_positions", params.q_positions, {B, Sq}));
+  }
+  if (!params.kv_positions.empty()) {
+    request.tensors.push_back(ToWire("kv_positions", params.kv_positions, {B, Skv}));
+  }
+  KV_ASSIGN_OR_RETURN(WireMessage reply, Call(request, "attend"));
+  absl::StatusOr<Tensor> out = FromWire(reply, "out", q.dtype(), {B, q.dim(1), Sq, v.dim(3)},
+                                        info_.name + " attend reply");
+  if (!out.ok()) return TransportError(out.status(), "attend");
+  return out;
+}
+
+}  // namespace kvcheck::engine
