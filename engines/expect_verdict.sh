@@ -5,14 +5,22 @@
 #
 # EXPECT is `pass` (every property passes, exit 0) or `fail:PROPERTY` (kvcheck exits 1 and
 # the property whose name starts with PROPERTY is among the failures, with a replay line).
-# NAME=VALUE pairs are set in kvcheck's environment (a plug-in reads its bug switch there).
+# NAME=VALUE pairs are set in kvcheck's environment (a plug-in reads its bug switch there),
+# except EXPECT_MESSAGE=TEXT: the failure report must contain TEXT.
 set -euo pipefail
 kvcheck=$1
 expect=$2
 engine=$3
 shift 3
 envs=()
-while [[ $# -gt 0 && "$1" != "--" ]]; do envs+=("$1"); shift; done
+message=""
+while [[ $# -gt 0 && "$1" != "--" ]]; do
+  case "$1" in
+    EXPECT_MESSAGE=*) message=${1#EXPECT_MESSAGE=} ;;
+    *) envs+=("$1") ;;
+  esac
+  shift
+done
 [[ $# -gt 0 ]] && shift
 log=${TEST_TMPDIR:-$(mktemp -d)}/kvcheck.log
 status=0
@@ -28,10 +36,16 @@ case "$expect" in
     if [[ $status -ne 1 ]]; then
       echo "expected kvcheck to exit 1 (a failure), it exited $status:"; tail -60 "$log"; exit 1
     fi
-    if ! grep -q "^FAILED $property" "$log" || ! grep -q "^replay: kvcheck --engine=" "$log"; then
+    if ! grep -qF "FAILED $property" "$log" || ! grep -q "^replay: kvcheck --engine=" "$log"; then
       echo "expected $property to fail with a replay line:"; tail -60 "$log"; exit 1
     fi
-    grep -A12 "^FAILED $property" "$log" | head -16 ;;
+    report() {  # the failure report of $property, from FAILED to its replay line
+      awk -v p="FAILED $property" 'index($0, p) == 1 {on = 1} on {print} /^replay/ {on = 0}' "$log"
+    }
+    if [[ -n "$message" ]] && ! report | grep -qF -- "$message"; then
+      echo "expected the report of $property to contain '$message':"; tail -60 "$log"; exit 1
+    fi
+    report | head -40 ;;
   *) echo "EXPECT must be pass or fail:PROPERTY, not $expect"; exit 2 ;;
 esac
 echo "verdict as expected: $expect"

@@ -38,7 +38,7 @@ struct Suite {
 Suite DefaultSuite();
 
 // The same for another subject (an external engine, src/engine/): the cache, attention and
-// generation laws that apply to what it declares, at the same case counts. The laws about
+// generation laws that apply to what it declares, at the test suite's case counts. The laws about
 // kvcheck's own internals (soundness, oracles, tensor ops) run for the built-in engine only.
 Suite SuiteFor(std::shared_ptr<const Subject> subject);
 

@@ -45,6 +45,8 @@ DTYPES = ("f32", "f16", "bf16")
 CODES = ("INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
          "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL")
 
+_CURRENT_SERVER = None  # the server serve() runs (for tests that break the protocol on purpose)
+
 _ITEM_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8}
 _NUMPY_DTYPE = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"),
                 "i64": np.dtype("<i8")}
@@ -343,7 +345,9 @@ def serve(strategies=(), kernels=(), name="python-engine", backend="numpy"):
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    global _CURRENT_SERVER
     server = _Server(name, list(strategies), list(kernels), backend, sys.stdin.buffer,
                      protocol_out)
+    _CURRENT_SERVER = server
     server.run()
     protocol_out.flush()

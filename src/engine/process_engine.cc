@@ -1,5 +1,6 @@
 #include "src/engine/process_engine.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -143,6 +144,11 @@ json Float(float x) {
 absl::StatusOr<std::unique_ptr<ProcessEngine>> ProcessEngine::Start(const std::string& command,
                                                                     Options options) {
   std::unique_ptr<ProcessEngine> engine(new ProcessEngine(command, options));
+  void* page = mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                    -1, 0);
+  if (page == MAP_FAILED) return absl::InternalError("mmap of the shared error flag failed");
+  engine->shared_broken_ = static_cast<volatile int*>(page);
+  *engine->shared_broken_ = 0;
   KV_RETURN_IF_ERROR(engine->Launch());
   return engine;
 }
@@ -152,6 +158,7 @@ ProcessEngine::~ProcessEngine() {
     // A polite goodbye; the destructor of child_ kills whatever is left.
     (void)child_->Write(EncodeMessage({{{"op", "bye"}}, {}}), 1.0);
   }
+  if (shared_broken_ != nullptr) munmap(const_cast<int*>(shared_broken_), sizeof(int));
 }
 
 std::string ProcessEngine::description() const { return absl::StrCat("process '", command_, "'"); }
@@ -191,7 +198,11 @@ absl::Status ProcessEngine::Launch() {
 
 absl::Status ProcessEngine::RestartIfNeeded(bool always, bool case_crashed) {
   const bool dead = child_ == nullptr || !child_->Running();
-  if (!always && !case_crashed && !dead && broken_.ok()) return absl::OkStatus();
+  const bool broken_elsewhere = *shared_broken_ != 0;
+  if (!always && !case_crashed && !dead && broken_.ok() && !broken_elsewhere) {
+    return absl::OkStatus();
+  }
+  *shared_broken_ = 0;
   ++restarts_;
   return Launch();
 }
@@ -222,6 +233,7 @@ absl::Status ProcessEngine::TransportError(const absl::Status& status, const std
   }
   if (!stderr_now.empty()) absl::StrAppend(&message, "\nengine stderr (end):\n", stderr_now);
   broken_ = absl::Status(status.code(), message);
+  *shared_broken_ = 1;
   return broken_;
 }
 

@@ -77,6 +77,10 @@ class ProcessEngine : public Engine {
   std::unique_ptr<ChildProcess> child_;
   EngineInfo info_;
   absl::Status broken_;  // the transport error that put the stream out of step
+  // Set by a transport error in any process (a forked case shares this page with the process
+  // that started the engine), so that RestartIfNeeded knows the engine needs restarting even
+  // though the error happened in a case's child.
+  volatile int* shared_broken_ = nullptr;
   int restarts_ = 0;
 };
 

@@ -1,0 +1,83 @@
+#include "src/engine/plugin_engine.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvcheck::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+int32_t Attend(int32_t, const kvcheck_tensor*, const kvcheck_tensor*, const kvcheck_tensor*,
+               const kvcheck_attention_params*, kvcheck_tensor*, kvcheck_error* err) {
+  err->code = KVCHECK_UNIMPLEMENTED;
+  std::snprintf(err->message, KVCHECK_MESSAGE_SIZE, "not today");
+  return KVCHECK_UNIMPLEMENTED;
+}
+
+const kvcheck_kernel_info kKernel = {"k", "", KVCHECK_FEATURE_CAUSAL, 1u};
+const kvcheck_strategy_info kForking = {"s", "", KVCHECK_STRATEGY_FORK, 1u, {0, 0, 0}};
+
+kvcheck_engine KernelOnly() {
+  kvcheck_engine e{};
+  e.abi_version = KVCHECK_ENGINE_ABI_VERSION;
+  e.struct_size = sizeof(kvcheck_engine);
+  e.name = "test";
+  e.num_kernels = 1;
+  e.kernels = &kKernel;
+  e.attend = Attend;
+  return e;
+}
+
+std::string LoadError(const kvcheck_engine& table) {
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&table, "t");
+  return engine.ok() ? "" : std::string(engine.status().message());
+}
+
+TEST(PluginEngineTest, AWellFormedTableLoadsAndErrorsComeBackWithTheirCode) {
+  const kvcheck_engine table = KernelOnly();
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&table, "t");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ((*engine)->info().kernels.size(), 1u);
+  const Tensor x = *Tensor::Zeros(DType::kF32, {1, 1, 1, 4});
+  const absl::StatusOr<Tensor> out = (*engine)->Attend(0, x, x, x, {});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(out.status().message(), HasSubstr("test attend: not today"));
+}
+
+TEST(PluginEngineTest, MalformedTablesAreRejectedNamingTheField) {
+  EXPECT_THAT(LoadError(*[] {
+                static kvcheck_engine t = KernelOnly();
+                t.abi_version = 2;
+                return &t;
+              }()),
+              HasSubstr("engine ABI version 2"));
+  kvcheck_engine t = KernelOnly();
+  t.struct_size = 8;
+  EXPECT_THAT(LoadError(t), HasSubstr("struct_size 8"));
+  t = KernelOnly();
+  t.name = "";
+  EXPECT_THAT(LoadError(t), HasSubstr("name is empty"));
+  t = KernelOnly();
+  t.attend = nullptr;
+  EXPECT_THAT(LoadError(t), HasSubstr("attend is NULL"));
+  t = KernelOnly();
+  t.num_strategies = 1;
+  t.strategies = &kForking;
+  EXPECT_THAT(LoadError(t), HasSubstr("strategies[0] declares FORK but cache_fork is NULL"));
+  t = KernelOnly();
+  t.num_kernels = 0;
+  EXPECT_THAT(LoadError(t), HasSubstr("nothing to check"));
+  EXPECT_THAT(std::string(PluginEngine::FromTable(nullptr, "t").status().message()),
+              HasSubstr("returned NULL"));
+}
+
+TEST(PluginEngineTest, LoadNamesAMissingLibraryOrEntryPoint) {
+  EXPECT_THAT(std::string(PluginEngine::Load("/nonexistent/libx.so").status().message()),
+              HasSubstr("cannot load engine library /nonexistent/libx.so"));
+  EXPECT_THAT(std::string(PluginEngine::Load("libm.so.6").status().message()),
+              HasSubstr("does not export kvcheck_engine_v1"));
+}
+
+}  // namespace
+}  // namespace kvcheck::engine
