@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "fuzz/engine_under_fuzz.h"
 #include "fuzz/fuzz_support.h"
 #include "fuzzer/FuzzedDataProvider.h"
 #include "properties/cache_machine.h"
@@ -64,6 +65,10 @@ std::vector<const CacheStrategy*> StrategiesUnderFuzz() {
     return {&defect->strategy};
   }
   std::vector<const CacheStrategy*> all;
+  if (const FuzzedEngine* engine = EngineUnderFuzz()) {
+    for (const CacheStrategy& strategy : engine->strategies) all.push_back(&strategy);
+    return all;
+  }
   for (const CacheStrategy& strategy : CacheStrategies()) all.push_back(&strategy);
   return all;
 }

@@ -39,13 +39,23 @@ int ShrunkValue(const PropertyOutcome& outcome) {
 }
 
 TEST(CaseIsolation, PassesThePayloadBack) {
-  IsolationScope scope({Isolation::kFork, 5});
+  IsolationScope scope({Isolation::kFork, 5, nullptr});
   EXPECT_EQ(RunIsolatedWithPayload([] { return std::string("from the child\0!", 16); }),
             std::string("from the child\0!", 16));
 }
 
+// The hook an external engine's transport uses to restart the engine after a case that died.
+TEST(CaseIsolation, AfterCaseHookSeesHowEachCaseEnded) {
+  std::vector<CaseEnd> ends;
+  IsolationScope scope({Isolation::kFork, 5, [&ends](CaseEnd end) { ends.push_back(end); }});
+  RunIsolated([] {});
+  EXPECT_ANY_THROW(RunIsolated([] { std::abort(); }));
+  EXPECT_ANY_THROW(RunIsolated([] { RC_FAIL("an assertion"); }));
+  EXPECT_EQ(ends, (std::vector<CaseEnd>{CaseEnd::kNone, CaseEnd::kCrash, CaseEnd::kNone}));
+}
+
 TEST(CaseIsolation, InProcessRunsHere) {
-  IsolationScope scope({Isolation::kInProcess, 5});
+  IsolationScope scope({Isolation::kInProcess, 5, nullptr});
   const pid_t parent = getpid();
   pid_t seen = 0;
   RunIsolated([&] { seen = getpid(); });

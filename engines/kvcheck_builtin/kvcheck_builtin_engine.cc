@@ -135,9 +135,10 @@ int32_t Attend(int32_t kernel, const kvcheck_tensor* q, const kvcheck_tensor* k,
   if (kernel < 0 || kernel >= static_cast<int32_t>(t.kernels.size())) {
     return Fail(absl::NotFoundError("no kernel of that index"), err);
   }
-  absl::StatusOr<Tensor> qt = ViewOfForeignCopy(*q, "q");
-  absl::StatusOr<Tensor> kt = ViewOfForeignCopy(*k, "k");
-  absl::StatusOr<Tensor> vt = ViewOfForeignCopy(*v, "v");
+  // Kernels never keep their inputs: the caller's memory is used in place.
+  absl::StatusOr<Tensor> qt = BorrowForeign(*q, "q");
+  absl::StatusOr<Tensor> kt = BorrowForeign(*k, "k");
+  absl::StatusOr<Tensor> vt = BorrowForeign(*v, "v");
   for (const absl::StatusOr<Tensor>* in : {&qt, &kt, &vt}) {
     if (!in->ok()) return Fail(in->status(), err);
   }
@@ -149,7 +150,7 @@ int32_t Attend(int32_t kernel, const kvcheck_tensor* q, const kvcheck_tensor* k,
   const int64_t B = qt->dim(0), H = qt->dim(1), Sq = qt->dim(2), Skv = kt->dim(2);
   if (p->alibi_slopes != nullptr) params.alibi_slopes.assign(p->alibi_slopes, p->alibi_slopes + H);
   if (p->mask != nullptr) {
-    absl::StatusOr<Tensor> mask = ViewOfForeignCopy(*p->mask, "mask");
+    absl::StatusOr<Tensor> mask = BorrowForeign(*p->mask, "mask");
     if (!mask.ok()) return Fail(mask.status(), err);
     params.mask = *mask;
   }

@@ -118,7 +118,9 @@ class KvCache {
   virtual int64_t capacity() const = 0;
   virtual bool supports_inactive_rows() const { return false; }
   const std::optional<KvShape>& shape() const { return shape_; }
-  const CacheCounters& counters() const { return counters_; }
+  // Virtual so that an external engine's cache (src/engine/external_cache.h) can fetch its
+  // counters when they are read rather than after every operation.
+  virtual const CacheCounters& counters() const { return counters_; }
 
  protected:
   KvCache() = default;

@@ -6,6 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
+#include "src/tensor/layout.h"
+#include "src/tensor/strided_loop.h"
 
 namespace kvcheck::engine {
 namespace {
@@ -120,9 +122,11 @@ WireTensor ToWire(const std::string& name, const Tensor& tensor) {
                std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()), {}};
   const int size = DTypeSize(tensor.dtype());
   t.bytes.resize(static_cast<size_t>(tensor.num_elements()) * size);
-  // ToBits: row-major element bits (x86 is little-endian, as the wire is).
-  const std::vector<uint32_t> bits = tensor.ToBits();
-  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(&t.bytes[i * size], &bits[i], size);
+  if (tensor.num_elements() == 0) return t;
+  // Row-major element bytes (x86 is little-endian, as the wire is): one memcpy per row.
+  const Layout contiguous = *Layout::Contiguous(tensor.shape());
+  CopyStridedBytes(tensor.storage()->bytes(), tensor.layout(),
+                   reinterpret_cast<std::byte*>(t.bytes.data()), contiguous, size);
   return t;
 }
 

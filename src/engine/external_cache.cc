@@ -58,13 +58,16 @@ int64_t ExternalCache::capacity() const {
   return stats.ok() ? stats->capacity : 0;
 }
 
-void ExternalCache::RefreshCounters() {
-  if (!handle_.has_value() || (flags() & KVCHECK_STRATEGY_STATS) == 0) return;
-  absl::StatusOr<CacheStats> stats = engine_->Stats(*handle_);
-  if (!stats.ok()) return;
-  const int64_t appended = counters_.bytes_appended;
-  counters_ = stats->counters;
-  counters_.bytes_appended = appended;
+const CacheCounters& ExternalCache::counters() const {
+  if (!handle_.has_value() || (flags() & KVCHECK_STRATEGY_STATS) == 0) return counters_;
+  if (counters_stale_) {
+    absl::StatusOr<CacheStats> stats = engine_->Stats(*handle_);
+    fetched_ = stats.ok() ? stats->counters : CacheCounters{};
+    counters_stale_ = false;
+  }
+  // bytes_appended is kvcheck's own count (KvCache::Append keeps it).
+  fetched_.bytes_appended = counters_.bytes_appended;
+  return fetched_;
 }
 
 absl::Status ExternalCache::DoAppend(const Tensor& k, const Tensor& v,

@@ -40,6 +40,8 @@ class ExternalCache : public KvCache {
   std::unique_ptr<KvCache> Fork() const override;
   int64_t capacity() const override;
   bool supports_inactive_rows() const override;
+  // The engine's counters, fetched when read (one request) after an operation changed them.
+  const CacheCounters& counters() const override;
 
  protected:
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
@@ -53,8 +55,8 @@ class ExternalCache : public KvCache {
   ExternalCache(const ExternalCache& parent, std::optional<CacheHandle> handle,
                 absl::Status broken);
   uint32_t flags() const;
-  // Copies the engine's counters into counters_ (bytes_appended stays kvcheck's own).
-  void RefreshCounters();
+  // Marks counters_ stale: the next counters() asks the engine.
+  void RefreshCounters() { counters_stale_ = true; }
 
   std::shared_ptr<Engine> engine_;
   int strategy_;
@@ -63,6 +65,8 @@ class ExternalCache : public KvCache {
   absl::Status broken_;                 // OK unless a Fork or Reset failed in the engine
   // The view the last append returned, handed out once by the DoView call that follows it.
   mutable std::optional<CacheView> appended_view_;
+  mutable bool counters_stale_ = true;
+  mutable CacheCounters fetched_;  // counters_ with the engine's numbers (when it reports them)
 };
 
 }  // namespace kvcheck::engine

@@ -95,7 +95,11 @@ absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
   return copy;
 }
 
-absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what) {
+namespace {
+
+// The checked layout and dtype of a descriptor kvcheck was given.
+absl::StatusOr<std::pair<DType, Layout>> ForeignLayout(const kvcheck_tensor& foreign,
+                                                        const std::string& what) {
   if (foreign.rank != 4) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": rank ", foreign.rank, ", expected 4"));
   }
@@ -109,15 +113,29 @@ absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const st
   if (!layout.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", layout.status().message()));
   }
-  const int64_t extent = layout->required_storage();
-  if (extent > 0 && foreign.data == nullptr) {
+  if (layout->required_storage() > 0 && foreign.data == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": null data pointer"));
   }
-  KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::Allocate(*dtype, extent));
-  if (extent > 0) {
-    std::memcpy(storage->bytes(), foreign.data, extent * DTypeSize(*dtype));
-  }
-  return Tensor::View(std::move(storage), *std::move(layout));
+  return std::make_pair(*dtype, *std::move(layout));
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what) {
+  KV_ASSIGN_OR_RETURN(auto checked, ForeignLayout(foreign, what));
+  const auto& [dtype, layout] = checked;
+  const int64_t extent = layout.required_storage();
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::Allocate(dtype, extent));
+  if (extent > 0) std::memcpy(storage->bytes(), foreign.data, extent * DTypeSize(dtype));
+  return Tensor::View(std::move(storage), layout);
+}
+
+absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::string& what) {
+  KV_ASSIGN_OR_RETURN(auto checked, ForeignLayout(foreign, what));
+  const auto& [dtype, layout] = checked;
+  return Tensor::View(
+      Storage::Borrow(dtype, static_cast<std::byte*>(foreign.data), layout.required_storage()),
+      layout);
 }
 
 absl::Status WriteForeign(const Tensor& tensor, const kvcheck_tensor& foreign,

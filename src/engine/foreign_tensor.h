@@ -36,6 +36,10 @@ absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
 // Errors (kInvalidArgument, naming `what`): as CopyForeign.
 absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what);
 
+// A tensor over the memory `foreign` describes, without a copy: valid only while that memory
+// is (an engine's input, for the duration of the call). Errors: as ViewOfForeignCopy.
+absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::string& what);
+
 // Writes `tensor` into the memory `foreign` describes (same shape and dtype).
 // Errors (kInvalidArgument, naming `what`): shape, dtype or a malformed descriptor.
 absl::Status WriteForeign(const Tensor& tensor, const kvcheck_tensor& foreign,

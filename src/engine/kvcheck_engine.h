@@ -1,7 +1,7 @@
 /* File: kvcheck_engine.h
  * The kvcheck engine plug-in ABI, version 1: what a shared library implements so that kvcheck
  * can check its KV caches and attention kernels in process (`kvcheck --engine=libfoo.so`),
- * or, through tools/engine_host, in a child process over the protocol of
+ * or, through kvcheck_engine_host (cli/), in a child process over the protocol of
  * src/engine/PROTOCOL.md. Plain C (C89 types plus <stdint.h>): implementable from C, C++,
  * Rust (`#[repr(C)]`), Zig or anything else with a C FFI.
  *

@@ -19,7 +19,14 @@ int64_t max_storage_bytes = int64_t{8} << 30;
 int64_t MaxStorageBytes() { return max_storage_bytes; }
 void SetMaxStorageBytes(int64_t bytes) { max_storage_bytes = bytes; }
 
-void Storage::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+void Storage::FreeDeleter::operator()(std::byte* p) const {
+  if (owned) std::free(p);
+}
+
+std::shared_ptr<Storage> Storage::Borrow(DType dtype, std::byte* bytes, int64_t num_elements) {
+  return std::shared_ptr<Storage>(new Storage(
+      dtype, num_elements, std::unique_ptr<std::byte[], FreeDeleter>(bytes, FreeDeleter{false})));
+}
 
 absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(DType dtype, int64_t num_elements) {
   if (num_elements < 0) {

@@ -27,6 +27,12 @@ class Storage {
   // kResourceExhausted if it exceeds MaxStorageBytes() or the allocation fails.
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(DType dtype, int64_t num_elements);
 
+  // Memory the caller owns: never freed or zeroed by Storage. REQUIRES: `bytes` holds
+  // `num_elements` elements of `dtype` and stays valid (and is not written through another
+  // path) while any tensor uses the storage; e.g. an external engine's input for the
+  // duration of one call (src/engine/foreign_tensor.h).
+  static std::shared_ptr<Storage> Borrow(DType dtype, std::byte* bytes, int64_t num_elements);
+
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
@@ -51,7 +57,10 @@ class Storage {
 
  private:
   struct FreeDeleter {
+    FreeDeleter() noexcept : owned(true) {}
+    explicit FreeDeleter(bool owns) noexcept : owned(owns) {}
     void operator()(std::byte* p) const;
+    bool owned;  // false for borrowed memory
   };
   Storage(DType dtype, int64_t num_elements, std::unique_ptr<std::byte[], FreeDeleter> bytes)
       : dtype_(dtype), num_elements_(num_elements), bytes_(std::move(bytes)) {}
