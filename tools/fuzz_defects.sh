@@ -55,6 +55,8 @@ run_one() {
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
   if grep -q "ERROR: AddressSanitizer" "$log"; then
     what=$(grep -m1 -oE "AddressSanitizer: [a-z-]+" "$log")
+  elif grep -q "KV_CHECK failed" "$log"; then
+    what="abort: $(grep -m1 -oE "KV_CHECK failed: .*" "$log" | cut -c18-80)"
   elif grep -qE "kvcheck fuzz: [a-z_]+: " "$log"; then
     what=$(grep -m1 -E "kvcheck fuzz: [a-z_]+: " "$log" | sed -E 's/kvcheck fuzz: [a-z_]+: //' |
       cut -c1-70)
