@@ -115,14 +115,25 @@ class _Backend:
         elif name != "numpy":
             raise ValueError("backend must be 'numpy' or 'torch', not %r" % name)
 
-    def from_bytes(self, dtype, shape, data):
-        array = np.frombuffer(data, dtype=_NUMPY_DTYPE[dtype]).reshape(shape).copy()
+    def from_bytes(self, dtype, shape, data, strides=None):
+        """An array of `shape`; with `strides` (in elements) a view with that layout over a
+        copy of the span, as kvcheck's input was (transposed, padded)."""
+        flat = np.frombuffer(data, dtype=_NUMPY_DTYPE[dtype]).copy()
+        if strides is None:
+            array = flat.reshape(shape)
+        else:
+            array = np.lib.stride_tricks.as_strided(
+                flat, shape=shape, strides=[s * flat.itemsize for s in strides])
         if self.name == "numpy":
             return array
         torch = self.torch
         if dtype == "bf16":  # reinterpret the 16-bit patterns
-            return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(array)
+            base = torch.from_numpy(flat.view(np.int16)).view(torch.bfloat16)
+        else:
+            base = torch.from_numpy(flat)
+        if strides is None:
+            return base.reshape(shape)
+        return torch.as_strided(base, shape, strides)
 
     def to_bytes(self, value, dtype, what):
         """value's elements in row-major order as `dtype` bytes; checks the dtype."""
@@ -166,13 +177,18 @@ class _Server:
         header = json.loads(line)
         tensors = {}
         for t in header.pop("tensors", []):
-            size = _ITEM_SIZE[t["dtype"]]
-            for d in t["shape"]:
-                size *= d
+            shape, strides = tuple(t["shape"]), t.get("strides")
+            if strides is None:
+                count = 1
+                for d in shape:
+                    count *= d
+            else:  # a view: the payload is the span from its first element to its last
+                count = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+            size = count * _ITEM_SIZE[t["dtype"]]
             data = self.reader.read(size)
             if len(data) != size:
                 return None
-            tensors[t["name"]] = (t["dtype"], tuple(t["shape"]), data)
+            tensors[t["name"]] = (t["dtype"], shape, data, strides)
         return header, tensors
 
     def write_message(self, header, tensors=()):
@@ -190,8 +206,8 @@ class _Server:
         self.writer.flush()
 
     def array(self, tensors, name):
-        dtype, shape, data = tensors[name]
-        return self.backend.from_bytes(dtype, shape, data)
+        dtype, shape, data, strides = tensors[name]
+        return self.backend.from_bytes(dtype, shape, data, strides)
 
     # ---- operations ----------------------------------------------------------------------
     def hello(self, header, tensors):
@@ -236,7 +252,7 @@ class _Server:
         k, v = self.array(tensors, "k"), self.array(tensors, "v")
         active = header.get("active")
         shown = cache.append(k, v) if active is None else cache.append(k, v, active=active)
-        self.cache_dtype[cache_id] = tensors["k"][0]
+        self.cache_dtype[cache_id] = tensors["k"][0]  # (dtype, shape, bytes, strides)
         return self.view_reply(cache_id, shown, tensors["k"][0])
 
     def view(self, header, tensors):

@@ -7,6 +7,7 @@
 #include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/layout.h"
+#include "src/tensor/storage.h"
 #include "src/tensor/strided_loop.h"
 
 namespace kvcheck::engine {
@@ -44,7 +45,9 @@ std::string EncodeMessage(const WireMessage& message) {
   json tensors = json::array();
   size_t payload = 0;
   for (const WireTensor& t : message.tensors) {
-    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+    json descriptor = {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}};
+    if (!t.strides.empty()) descriptor["strides"] = t.strides;
+    tensors.push_back(std::move(descriptor));
     payload += t.bytes.size();
   }
   if (!message.tensors.empty()) header["tensors"] = std::move(tensors);
@@ -84,23 +87,46 @@ absl::StatusOr<WireMessage> DecodeHeader(const std::string& line, int64_t* paylo
     if (!t.contains("shape") || !t["shape"].is_array()) {
       return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") has no \"shape\" list"));
     }
-    int64_t bytes = WireDTypeSize(tensor.dtype);
     for (const json& d : t["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0) {
         return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") \"shape\" has ",
                                                 d.dump(), ", not a non-negative integer"));
       }
       tensor.shape.push_back(d.get<int64_t>());
-      const std::optional<int64_t> product = CheckedMul(bytes, d.get<int64_t>());
-      if (!product.has_value()) {
-        return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") size overflows"));
-      }
-      bytes = *product;
     }
+    if (t.contains("strides")) {
+      if (!t["strides"].is_array() || t["strides"].size() != tensor.shape.size()) {
+        return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") \"strides\" is not a ",
+                                                "list as long as \"shape\""));
+      }
+      for (const json& d : t["strides"]) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+          return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") \"strides\" has ",
+                                                  d.dump(), ", not a non-negative integer"));
+        }
+        tensor.strides.push_back(d.get<int64_t>());
+      }
+    }
+    // Elements the payload holds: the count, or with strides the span they cover.
+    absl::StatusOr<Layout> layout =
+        tensor.strides.empty() ? Layout::Contiguous(tensor.shape)
+                               : Layout::Strided(tensor.shape, tensor.strides, 0);
+    if (!layout.ok()) {
+      return absl::InternalError(absl::StrCat(at, " (", tensor.name, "): ",
+                                              layout.status().message()));
+    }
+    const std::optional<int64_t> product =
+        CheckedMul(WireDTypeSize(tensor.dtype), tensor.strides.empty()
+                                                    ? layout->num_elements()
+                                                    : layout->required_storage());
+    if (!product.has_value()) {
+      return absl::InternalError(absl::StrCat(at, " (", tensor.name, ") size overflows"));
+    }
+    const int64_t bytes = *product;
     const std::optional<int64_t> total = CheckedAdd(*payload_bytes, bytes);
     if (!total.has_value()) return absl::InternalError("the payload size overflows");
     *payload_bytes = *total;
-    tensor.bytes.resize(0);
+    tensor.bytes.resize(static_cast<size_t>(bytes));  // the size FillPayload takes
     message.tensors.push_back(std::move(tensor));
   }
   message.header.erase("tensors");
@@ -110,17 +136,25 @@ absl::StatusOr<WireMessage> DecodeHeader(const std::string& line, int64_t* paylo
 void FillPayload(WireMessage& message, const std::string& payload) {
   size_t at = 0;
   for (WireTensor& t : message.tensors) {
-    size_t bytes = WireDTypeSize(t.dtype);
-    for (int64_t d : t.shape) bytes *= static_cast<size_t>(d);
+    const size_t bytes = t.bytes.size();  // set by DecodeHeader
     t.bytes = payload.substr(at, bytes);
     at += bytes;
   }
 }
 
-WireTensor ToWire(const std::string& name, const Tensor& tensor) {
+WireTensor ToWire(const std::string& name, const Tensor& tensor, bool keep_layout) {
   WireTensor t{name, WireDTypeName(tensor.dtype()),
-               std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()), {}};
+               std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()), {}, {}};
   const int size = DTypeSize(tensor.dtype());
+  if (keep_layout && !tensor.is_contiguous() && tensor.num_elements() > 0) {
+    // The span from the view's first element to its last, with the view's strides.
+    t.strides.assign(tensor.strides().begin(), tensor.strides().end());
+    const int64_t span = tensor.layout().required_storage() - tensor.layout().offset();
+    t.bytes.assign(reinterpret_cast<const char*>(tensor.storage()->bytes() +
+                                                 tensor.layout().offset() * size),
+                   static_cast<size_t>(span * size));
+    return t;
+  }
   t.bytes.resize(static_cast<size_t>(tensor.num_elements()) * size);
   if (tensor.num_elements() == 0) return t;
   // Row-major element bytes (x86 is little-endian, as the wire is): one memcpy per row.
@@ -132,7 +166,7 @@ WireTensor ToWire(const std::string& name, const Tensor& tensor) {
 
 WireTensor ToWire(const std::string& name, const std::vector<int64_t>& values,
                   std::vector<int64_t> shape) {
-  WireTensor t{name, "i64", std::move(shape), {}};
+  WireTensor t{name, "i64", std::move(shape), {}, {}};
   t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
   return t;
 }
@@ -171,6 +205,15 @@ absl::StatusOr<Tensor> FromWire(const WireMessage& message, const std::string& n
   KV_ASSIGN_OR_RETURN(const WireTensor* t,
                       Find(message, name, WireDTypeName(dtype), expected_shape, what));
   if (t == nullptr) return absl::InternalError(absl::StrCat(what, ": no tensor ", name));
+  if (!t->strides.empty()) {
+    // A view with its layout: storage for the span, the same strides.
+    KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
+                        Storage::Allocate(dtype, static_cast<int64_t>(t->bytes.size()) /
+                                                     DTypeSize(dtype)));
+    if (!t->bytes.empty()) std::memcpy(storage->bytes(), t->bytes.data(), t->bytes.size());
+    KV_ASSIGN_OR_RETURN(Layout layout, Layout::Strided(t->shape, t->strides, 0));
+    return Tensor::View(std::move(storage), std::move(layout));
+  }
   KV_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Zeros(dtype, t->shape));
   if (!t->bytes.empty()) std::memcpy(tensor.storage()->bytes(), t->bytes.data(), t->bytes.size());
   return tensor;

@@ -23,6 +23,10 @@ struct WireTensor {
   std::string name;
   std::string dtype;  // "f32", "f16", "bf16", "i64"
   std::vector<int64_t> shape;
+  // Empty: row-major contiguous. Otherwise the element strides of a view, and `bytes` holds
+  // the span from its first element to its last (kvcheck sends inputs with their layout, so
+  // an engine sees transposed and padded views as a plug-in would).
+  std::vector<int64_t> strides;
   std::string bytes;
 };
 
@@ -44,8 +48,9 @@ absl::StatusOr<WireMessage> DecodeHeader(const std::string& line, int64_t* paylo
 // Splits `payload` into the tensors' bytes. REQUIRES: payload.size() == payload_bytes.
 void FillPayload(WireMessage& message, const std::string& payload);
 
-// A kvcheck tensor as a wire tensor (its elements in row-major order) and back.
-WireTensor ToWire(const std::string& name, const Tensor& tensor);
+// A kvcheck tensor as a wire tensor and back: its elements in row-major order, or with
+// `keep_layout` (and a non-contiguous view) its strides and the memory span they cover.
+WireTensor ToWire(const std::string& name, const Tensor& tensor, bool keep_layout = false);
 WireTensor ToWire(const std::string& name, const std::vector<int64_t>& values,
                   std::vector<int64_t> shape);
 // The tensor called `name`, checked against `dtype` and `expected_shape` (-1: any length).

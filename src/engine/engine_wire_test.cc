@@ -68,7 +68,32 @@ TEST(EngineWireTest, MalformedHeadersNameTheField) {
                    &bytes)
           .status()
           .message(),
-      HasSubstr("overflows"));
+      HasSubstr("tensors[0] (k)"));  // the element count overflows
+  EXPECT_THAT(
+      DecodeHeader(R"({"tensors": [{"name": "k", "dtype": "f32", "shape": [2, 2], "strides": [1]}]})",
+                   &bytes)
+          .status()
+          .message(),
+      HasSubstr("\"strides\" is not a list as long as \"shape\""));
+}
+
+TEST(EngineWireTest, InputsKeepTheirLayoutOnTheWire) {
+  // A (2, 3) view transposed from a (3, 2) buffer, and padded: strides (1, 4) over 12 floats.
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i) values[i] = static_cast<float>(i);
+  const Tensor buffer = *Tensor::FromFloats(DType::kF32, {12}, values);
+  const Tensor view = *Tensor::View(buffer.storage(), *Layout::Strided({2, 3}, {1, 4}, 1));
+  const WireTensor wire = ToWire("k", view, /*keep_layout=*/true);
+  EXPECT_EQ(wire.strides, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(wire.bytes.size(), 10u * 4);  // elements 1 .. 10 of the buffer
+  absl::StatusOr<WireMessage> decoded = Decode(EncodeMessage({{{"op", "append"}}, {wire}}));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  absl::StatusOr<Tensor> back = FromWire(*decoded, "k", DType::kF32, {2, 3}, "test");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->is_contiguous());
+  EXPECT_EQ(back->strides(), view.strides());
+  EXPECT_EQ(back->ToFloats(), view.ToFloats());
+  EXPECT_TRUE(ToWire("k", view).strides.empty());  // without keep_layout: row-major
 }
 
 TEST(EngineWireTest, ReplyStatusReadsCodesAndRejectsUnknownOnes) {

@@ -70,9 +70,10 @@ absl::StatusOr<std::unique_ptr<PluginEngine>> PluginEngine::FromTable(const kvch
   return engine;
 }
 
-PluginEngine::~PluginEngine() {
-  if (library_ != nullptr) dlclose(library_);
-}
+// The library stays loaded for the rest of the process: an engine may keep static tables
+// (its kvcheck_engine table among them) that outlive any one PluginEngine, and unloading
+// would turn them into leaks (LeakSanitizer) or dangling pointers for nothing a checker needs.
+PluginEngine::~PluginEngine() = default;
 
 absl::Status PluginEngine::ReadTable() {
   const std::string where = description_;

@@ -52,7 +52,7 @@ class PluginEngine : public Engine {
   absl::StatusOr<CacheView> CopyView(const kvcheck_view& view, const KvShape& shape,
                                      const char* operation);
 
-  void* library_;  // dlopen handle, or null
+  void* library_;  // dlopen handle (never closed: plugin_engine.cc), or null
   const kvcheck_engine* table_;
   std::string description_;
   EngineInfo info_;

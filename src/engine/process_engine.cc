@@ -304,7 +304,7 @@ absl::StatusOr<CacheView> ProcessEngine::ViewFrom(const WireMessage& reply, cons
 absl::StatusOr<CacheView> ProcessEngine::Append(CacheHandle cache, const Tensor& k, const Tensor& v,
                                                 absl::Span<const bool> active) {
   WireMessage request{{{"op", "append"}, {"cache", static_cast<int64_t>(cache)}},
-                      {ToWire("k", k), ToWire("v", v)}};
+                      {ToWire("k", k, true), ToWire("v", v, true)}};
   if (!active.empty()) {
     request.header["active"] = std::vector<bool>(active.begin(), active.end());
   }
@@ -362,8 +362,8 @@ absl::StatusOr<Tensor> ProcessEngine::Attend(int kernel, const Tensor& q, const 
             {"alibi_slopes", json::array()}};
   for (float slope : params.alibi_slopes) p["alibi_slopes"].push_back(Float(slope));
   WireMessage request{{{"op", "attend"}, {"kernel", info_.kernels[kernel].name}, {"params", p}},
-                      {ToWire("q", q), ToWire("k", k), ToWire("v", v)}};
-  if (params.mask.has_value()) request.tensors.push_back(ToWire("mask", *params.mask));
+                      {ToWire("q", q, true), ToWire("k", k, true), ToWire("v", v, true)}};
+  if (params.mask.has_value()) request.tensors.push_back(ToWire("mask", *params.mask, true));
   const int64_t B = q.dim(0), Sq = q.dim(2), Skv = k.dim(2);
   if (!params.q_positions.empty()) {
     request.tensors.push_back(ToWire("q_positions", params.q_positions, {B, Sq}));
