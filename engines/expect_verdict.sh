@@ -39,13 +39,15 @@ case "$expect" in
     if ! grep -qF "FAILED $property" "$log" || ! grep -q "^replay: kvcheck --engine=" "$log"; then
       echo "expected $property to fail with a replay line:"; tail -60 "$log"; exit 1
     fi
-    report() {  # the failure report of $property, from FAILED to its replay line
-      awk -v p="FAILED $property" 'index($0, p) == 1 {on = 1} on {print} /^replay/ {on = 0}' "$log"
-    }
-    if [[ -n "$message" ]] && ! report | grep -qF -- "$message"; then
+    # The failure report of $property, from FAILED to its replay line (into a file: a pipe
+    # into `grep -q` or `head` would end awk with SIGPIPE, which pipefail makes a failure).
+    report=$log.report
+    awk -v p="FAILED $property" 'index($0, p) == 1 {on = 1} on {print} /^replay/ {on = 0}' \
+      "$log" >"$report"
+    if [[ -n "$message" ]] && ! grep -qF -- "$message" "$report"; then
       echo "expected the report of $property to contain '$message':"; tail -60 "$log"; exit 1
     fi
-    report | head -40 ;;
+    head -40 "$report" ;;
   *) echo "EXPECT must be pass or fail:PROPERTY, not $expect"; exit 2 ;;
 esac
 echo "verdict as expected: $expect"
