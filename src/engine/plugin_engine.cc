@@ -57,15 +57,15 @@ absl::StatusOr<std::unique_ptr<PluginEngine>> PluginEngine::Load(const std::stri
                                             KVCHECK_ENGINE_ENTRY_NAME, " (kvcheck_engine.h)"));
   }
   const kvcheck_engine* table = reinterpret_cast<kvcheck_engine_entry>(entry)();
-  std::unique_ptr<PluginEngine> engine(
-      new PluginEngine(library, table, absl::StrCat("plug-in ", path)));
+  // The dlopen handle is never closed (see the destructor).
+  std::unique_ptr<PluginEngine> engine(new PluginEngine(table, absl::StrCat("plug-in ", path)));
   KV_RETURN_IF_ERROR(engine->ReadTable());
   return engine;
 }
 
 absl::StatusOr<std::unique_ptr<PluginEngine>> PluginEngine::FromTable(const kvcheck_engine* table,
                                                                       std::string description) {
-  std::unique_ptr<PluginEngine> engine(new PluginEngine(nullptr, table, std::move(description)));
+  std::unique_ptr<PluginEngine> engine(new PluginEngine(table, std::move(description)));
   KV_RETURN_IF_ERROR(engine->ReadTable());
   return engine;
 }

@@ -45,14 +45,13 @@ class PluginEngine : public Engine {
                                 const AttentionParams& params) override;
 
  private:
-  PluginEngine(void* library, const kvcheck_engine* table, std::string description)
-      : library_(library), table_(table), description_(std::move(description)) {}
+  PluginEngine(const kvcheck_engine* table, std::string description)
+      : table_(table), description_(std::move(description)) {}
   absl::Status ReadTable();
   // The view an engine returned for a cache of (B, KH, D, dtype) = `shape`, copied.
   absl::StatusOr<CacheView> CopyView(const kvcheck_view& view, const KvShape& shape,
                                      const char* operation);
 
-  void* library_;  // dlopen handle (never closed: plugin_engine.cc), or null
   const kvcheck_engine* table_;
   std::string description_;
   EngineInfo info_;
