@@ -62,24 +62,12 @@ int IndexOf(const std::vector<std::string>& names, const json& name) {
 }
 
 json HelloOf(const EngineInfo& info) {
-  static const char* const kFlags[] = {"windowed", "per_row", "fork", "reset",
-                                       "stats", "amortized_growth", "max_bytes"};
-  static const char* const kFeatures[] = {"scale", "softcap", "alibi", "causal",
-                                          "window", "mask", "positions", "gqa"};
-  static const char* const kDTypes[] = {"f32", "f16", "bf16"};
-  const auto names = [](uint32_t bits, const char* const* table, int count) {
-    json list = json::array();
-    for (int i = 0; i < count; ++i) {
-      if (bits & (1u << i)) list.push_back(table[i]);
-    }
-    return list;
-  };
   json strategies = json::array(), kernels = json::array();
   for (const StrategyInfo& s : info.strategies) {
     strategies.push_back({{"name", s.name},
                           {"summary", s.summary},
-                          {"flags", names(s.flags, kFlags, 7)},
-                          {"dtypes", names(s.dtypes, kDTypes, 3)},
+                          {"flags", BitNames(s.flags, WireStrategyFlagNames())},
+                          {"dtypes", BitNames(s.dtypes, WireDTypeNames())},
                           {"default_config",
                            {{"initial_capacity", s.default_config.initial_capacity},
                             {"window", s.default_config.window},
@@ -88,8 +76,8 @@ json HelloOf(const EngineInfo& info) {
   for (const KernelInfo& k : info.kernels) {
     kernels.push_back({{"name", k.name},
                        {"summary", k.summary},
-                       {"features", names(k.features, kFeatures, 8)},
-                       {"dtypes", names(k.dtypes, kDTypes, 3)}});
+                       {"features", BitNames(k.features, WireKernelFeatureNames())},
+                       {"dtypes", BitNames(k.dtypes, WireDTypeNames())}});
   }
   return {{"protocol", kProtocolVersion},
           {"name", info.name},

@@ -25,7 +25,7 @@
 #include "defects/defect_kill.h"
 #include "defects/defect_registry.h"
 #include "src/engine/engine_entries.h"
-#include "src/engine/plugin_engine.h"
+#include "src/engine/open_engine.h"
 #include "src/engine/process_engine.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
@@ -125,12 +125,6 @@ struct Checked {
   std::shared_ptr<engine::ProcessEngine> process;
 };
 
-bool IsPluginPath(const std::string& engine) {
-  const std::string base = engine.substr(engine.rfind('/') + 1);
-  return engine.find(' ') == std::string::npos &&
-         (absl::EndsWith(base, ".so") || base.find(".so.") != std::string::npos);
-}
-
 // kvcheck_engine_host next to this binary (bazel-bin/cli/), unless --engine_host says where.
 std::string EngineHostPath() {
   if (!absl::GetFlag(FLAGS_engine_host).empty()) return absl::GetFlag(FLAGS_engine_host);
@@ -150,27 +144,14 @@ Checked ChooseSubject() {
         &properties::BuiltinSubject(), [](const properties::Subject*) {});
     return checked;
   }
-  std::shared_ptr<engine::Engine> loaded;
-  if (IsPluginPath(spec) && !absl::GetFlag(FLAGS_isolate)) {
-    absl::StatusOr<std::unique_ptr<engine::PluginEngine>> plugin = engine::PluginEngine::Load(spec);
-    if (!plugin.ok()) {
-      std::fprintf(stderr, "kvcheck: %s\n", std::string(plugin.status().message()).c_str());
-      std::exit(2);
-    }
-    loaded = *std::move(plugin);
-  } else {
-    const std::string command =
-        IsPluginPath(spec) ? absl::StrCat(EngineHostPath(), " ", spec) : spec;
-    absl::StatusOr<std::unique_ptr<engine::ProcessEngine>> process =
-        engine::ProcessEngine::Start(command, {absl::GetFlag(FLAGS_engine_timeout)});
-    if (!process.ok()) {
-      std::fprintf(stderr, "kvcheck: cannot start engine '%s': %s\n", command.c_str(),
-                   std::string(process.status().message()).c_str());
-      std::exit(2);
-    }
-    checked.process = *std::move(process);
-    loaded = checked.process;
+  absl::StatusOr<std::shared_ptr<engine::Engine>> opened = engine::OpenEngine(
+      spec, {absl::GetFlag(FLAGS_isolate), EngineHostPath(), absl::GetFlag(FLAGS_engine_timeout)});
+  if (!opened.ok()) {
+    std::fprintf(stderr, "kvcheck: %s\n", std::string(opened.status().message()).c_str());
+    std::exit(2);
   }
+  const std::shared_ptr<engine::Engine> loaded = *std::move(opened);
+  checked.process = std::dynamic_pointer_cast<engine::ProcessEngine>(loaded);
   auto subject = std::make_shared<properties::Subject>();
   subject->name = loaded->info().name;
   subject->strategies = engine::EngineStrategies(loaded);

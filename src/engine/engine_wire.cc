@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
+#include "src/engine/kvcheck_engine.h"
 #include "src/tensor/layout.h"
 #include "src/tensor/storage.h"
 #include "src/tensor/strided_loop.h"
@@ -229,6 +230,65 @@ absl::StatusOr<std::vector<int64_t>> IntegersFromWire(const WireMessage& message
   values.resize(t->bytes.size() / sizeof(int64_t));
   std::memcpy(values.data(), t->bytes.data(), t->bytes.size());
   return values;
+}
+
+absl::Span<const WireBitName> WireStrategyFlagNames() {
+  static constexpr WireBitName kNames[] = {
+      {"windowed", KVCHECK_STRATEGY_WINDOWED},
+      {"per_row", KVCHECK_STRATEGY_PER_ROW},
+      {"fork", KVCHECK_STRATEGY_FORK},
+      {"reset", KVCHECK_STRATEGY_RESET},
+      {"stats", KVCHECK_STRATEGY_STATS},
+      {"amortized_growth", KVCHECK_STRATEGY_AMORTIZED_GROWTH},
+      {"max_bytes", KVCHECK_STRATEGY_MAX_BYTES},
+  };
+  return kNames;
+}
+
+absl::Span<const WireBitName> WireKernelFeatureNames() {
+  static constexpr WireBitName kNames[] = {
+      {"scale", KVCHECK_FEATURE_SCALE},   {"softcap", KVCHECK_FEATURE_SOFTCAP},
+      {"alibi", KVCHECK_FEATURE_ALIBI},   {"causal", KVCHECK_FEATURE_CAUSAL},
+      {"window", KVCHECK_FEATURE_WINDOW}, {"mask", KVCHECK_FEATURE_MASK},
+      {"positions", KVCHECK_FEATURE_POSITIONS}, {"gqa", KVCHECK_FEATURE_GQA},
+  };
+  return kNames;
+}
+
+absl::Span<const WireBitName> WireDTypeNames() {
+  static constexpr WireBitName kNames[] = {
+      {"f32", 1u << KVCHECK_DTYPE_F32},
+      {"f16", 1u << KVCHECK_DTYPE_F16},
+      {"bf16", 1u << KVCHECK_DTYPE_BF16},
+  };
+  return kNames;
+}
+
+json BitNames(uint32_t bits, absl::Span<const WireBitName> names) {
+  json list = json::array();
+  for (const WireBitName& n : names) {
+    if (bits & n.bit) list.push_back(n.name);
+  }
+  return list;
+}
+
+absl::StatusOr<uint32_t> BitsFromNames(const json& list, absl::Span<const WireBitName> names,
+                                       const std::string& what) {
+  if (!list.is_array()) return absl::InternalError(absl::StrCat(what, " is not a list"));
+  uint32_t bits = 0;
+  for (const json& entry : list) {
+    bool known = false;
+    for (const WireBitName& n : names) {
+      if (entry.is_string() && entry.get<std::string>() == n.name) {
+        bits |= n.bit;
+        known = true;
+      }
+    }
+    if (!known) {
+      return absl::InternalError(absl::StrCat(what, " has unknown entry ", entry.dump()));
+    }
+  }
+  return bits;
 }
 
 std::string CodeName(absl::StatusCode code) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "nlohmann/json.hpp"
 #include "src/tensor/tensor.h"
 
@@ -69,6 +70,24 @@ const char* WireDTypeName(DType dtype);
 // The status of an {"ok": false, "code", "message"} reply, prefixed by `what`; OK for
 // {"ok": true}. Errors (kInternal) for a reply without a boolean "ok" or with an unknown code.
 absl::Status ReplyStatus(const nlohmann::json& header, const std::string& what);
+
+// The protocol's names for the ABI's bits (PROTOCOL.md): strategy flags ("windowed", ...),
+// kernel features ("scale", ...) and dtypes ("f32" = 1 << KVCHECK_DTYPE_F32, ...). One
+// table each, read by kvcheck (hello replies) and written by kvcheck_engine_host.
+struct WireBitName {
+  const char* name;
+  uint32_t bit;
+};
+absl::Span<const WireBitName> WireStrategyFlagNames();
+absl::Span<const WireBitName> WireKernelFeatureNames();
+absl::Span<const WireBitName> WireDTypeNames();
+// The names of the bits set in `bits`, as a JSON list.
+nlohmann::json BitNames(uint32_t bits, absl::Span<const WireBitName> names);
+// The bits a JSON list of names sets. Errors (kInternal, naming `what`): not a list, or an
+// unknown entry.
+absl::StatusOr<uint32_t> BitsFromNames(const nlohmann::json& list,
+                                       absl::Span<const WireBitName> names,
+                                       const std::string& what);
 
 // A status code's protocol name ("INVALID_ARGUMENT") and back.
 std::string CodeName(absl::StatusCode code);

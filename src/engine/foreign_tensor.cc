@@ -53,22 +53,45 @@ std::optional<DType> DTypeFromCode(int32_t code) {
   }
 }
 
+namespace {
+
+// The checked dtype and layout of a descriptor: rank 4, a known dtype, a layout
+// Layout::Strided accepts (no negative dimension or stride, no overflowing extent), data for a
+// non-empty tensor. Errors carry `code`: kInvalidArgument for what kvcheck was given, kInternal
+// for what an engine returned.
+absl::StatusOr<std::pair<DType, Layout>> ForeignLayout(const kvcheck_tensor& foreign,
+                                                        const std::string& what,
+                                                        absl::StatusCode code) {
+  if (foreign.rank != 4) {
+    return absl::Status(code, absl::StrCat(what, ": rank ", foreign.rank, ", expected 4"));
+  }
+  const std::optional<DType> dtype = DTypeFromCode(foreign.dtype);
+  if (!dtype.has_value()) {
+    return absl::Status(code, absl::StrCat(what, ": unknown dtype code ", foreign.dtype));
+  }
+  const absl::Span<const int64_t> shape(foreign.shape, 4);
+  absl::StatusOr<Layout> layout =
+      Layout::Strided(shape, absl::Span<const int64_t>(foreign.strides, 4), 0);
+  if (!layout.ok()) return absl::Status(code, absl::StrCat(what, ": ", layout.status().message()));
+  if (layout->required_storage() > 0 && foreign.data == nullptr) {
+    return absl::Status(code, absl::StrCat(what, ": null data pointer for shape [",
+                                           absl::StrJoin(shape, ", "), "]"));
+  }
+  return std::make_pair(*dtype, *std::move(layout));
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
                                    absl::Span<const int64_t> expected_shape,
                                    const std::string& what) {
-  if (foreign.rank != 4) {
-    return absl::InternalError(absl::StrCat(what, ": rank ", foreign.rank, ", expected 4"));
-  }
-  const std::optional<DType> got = DTypeFromCode(foreign.dtype);
-  if (!got.has_value()) {
-    return absl::InternalError(absl::StrCat(what, ": unknown dtype code ", foreign.dtype));
-  }
-  if (*got != dtype) {
-    return absl::InternalError(absl::StrCat(what, ": dtype ", DTypeName(*got), ", expected ",
+  KV_ASSIGN_OR_RETURN(auto checked, ForeignLayout(foreign, what, absl::StatusCode::kInternal));
+  const auto& [got, layout] = checked;
+  if (got != dtype) {
+    return absl::InternalError(absl::StrCat(what, ": dtype ", DTypeName(got), ", expected ",
                                             DTypeName(dtype)));
   }
   const absl::Span<const int64_t> shape(foreign.shape, 4);
-  const absl::Span<const int64_t> strides(foreign.strides, 4);
   for (int d = 0; d < 4; ++d) {
     if (expected_shape[d] >= 0 && shape[d] != expected_shape[d]) {
       return absl::InternalError(absl::StrCat(
@@ -79,50 +102,16 @@ absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
           "] (dimension ", d, ")"));
     }
   }
-  // Layout::Strided rejects negative dimensions and strides and any overflow of the extent.
-  absl::StatusOr<Layout> layout = Layout::Strided(shape, strides, 0);
-  if (!layout.ok()) {
-    return absl::InternalError(absl::StrCat(what, ": ", layout.status().message()));
-  }
   KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(dtype, shape));
-  if (layout->num_elements() == 0) return copy;
-  if (foreign.data == nullptr) {
-    return absl::InternalError(absl::StrCat(what, ": null data pointer for shape [",
-                                            absl::StrJoin(shape, ", "), "]"));
-  }
-  CopyStridedBytes(static_cast<const std::byte*>(foreign.data), *layout,
-                   copy.storage()->bytes(), copy.layout(), DTypeSize(dtype));
+  if (layout.num_elements() == 0) return copy;
+  CopyStridedBytes(static_cast<const std::byte*>(foreign.data), layout, copy.storage()->bytes(),
+                   copy.layout(), DTypeSize(dtype));
   return copy;
 }
 
-namespace {
-
-// The checked layout and dtype of a descriptor kvcheck was given.
-absl::StatusOr<std::pair<DType, Layout>> ForeignLayout(const kvcheck_tensor& foreign,
-                                                        const std::string& what) {
-  if (foreign.rank != 4) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": rank ", foreign.rank, ", expected 4"));
-  }
-  const std::optional<DType> dtype = DTypeFromCode(foreign.dtype);
-  if (!dtype.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": unknown dtype code ", foreign.dtype));
-  }
-  absl::StatusOr<Layout> layout =
-      Layout::Strided(absl::Span<const int64_t>(foreign.shape, 4),
-                      absl::Span<const int64_t>(foreign.strides, 4), 0);
-  if (!layout.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", layout.status().message()));
-  }
-  if (layout->required_storage() > 0 && foreign.data == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": null data pointer"));
-  }
-  return std::make_pair(*dtype, *std::move(layout));
-}
-
-}  // namespace
-
 absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what) {
-  KV_ASSIGN_OR_RETURN(auto checked, ForeignLayout(foreign, what));
+  KV_ASSIGN_OR_RETURN(auto checked,
+                      ForeignLayout(foreign, what, absl::StatusCode::kInvalidArgument));
   const auto& [dtype, layout] = checked;
   const int64_t extent = layout.required_storage();
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::Allocate(dtype, extent));
@@ -131,7 +120,8 @@ absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const st
 }
 
 absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::string& what) {
-  KV_ASSIGN_OR_RETURN(auto checked, ForeignLayout(foreign, what));
+  KV_ASSIGN_OR_RETURN(auto checked,
+                      ForeignLayout(foreign, what, absl::StatusCode::kInvalidArgument));
   const auto& [dtype, layout] = checked;
   return Tensor::View(
       Storage::Borrow(dtype, static_cast<std::byte*>(foreign.data), layout.required_storage()),
@@ -140,7 +130,10 @@ absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::s
 
 absl::Status WriteForeign(const Tensor& tensor, const kvcheck_tensor& foreign,
                           const std::string& what) {
-  if (foreign.rank != 4 || tensor.rank() != 4 || DTypeFromCode(foreign.dtype) != tensor.dtype()) {
+  KV_ASSIGN_OR_RETURN(auto checked,
+                      ForeignLayout(foreign, what, absl::StatusCode::kInvalidArgument));
+  const auto& [dtype, layout] = checked;
+  if (tensor.rank() != 4 || dtype != tensor.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": rank or dtype differ from the result"));
   }
   for (int d = 0; d < 4; ++d) {
@@ -150,19 +143,10 @@ absl::Status WriteForeign(const Tensor& tensor, const kvcheck_tensor& foreign,
                                                      tensor.dim(d)));
     }
   }
-  absl::StatusOr<Layout> layout =
-      Layout::Strided(absl::Span<const int64_t>(foreign.shape, 4),
-                      absl::Span<const int64_t>(foreign.strides, 4), 0);
-  if (!layout.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", layout.status().message()));
-  }
-  if (layout->num_elements() == 0) return absl::OkStatus();
-  if (foreign.data == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": null data pointer"));
-  }
+  if (layout.num_elements() == 0) return absl::OkStatus();
   // The source layout carries its own offset.
   CopyStridedBytes(tensor.storage()->bytes(), tensor.layout(), static_cast<std::byte*>(foreign.data),
-                   *layout, DTypeSize(tensor.dtype()));
+                   layout, DTypeSize(tensor.dtype()));
   return absl::OkStatus();
 }
 

@@ -20,48 +20,6 @@ using nlohmann::json;
 constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
 constexpr int64_t kMaxPayloadBytes = int64_t{1} << 32;
 
-const std::pair<const char*, uint32_t> kStrategyFlags[] = {
-    {"windowed", KVCHECK_STRATEGY_WINDOWED},
-    {"per_row", KVCHECK_STRATEGY_PER_ROW},
-    {"fork", KVCHECK_STRATEGY_FORK},
-    {"reset", KVCHECK_STRATEGY_RESET},
-    {"stats", KVCHECK_STRATEGY_STATS},
-    {"amortized_growth", KVCHECK_STRATEGY_AMORTIZED_GROWTH},
-    {"max_bytes", KVCHECK_STRATEGY_MAX_BYTES},
-};
-const std::pair<const char*, uint32_t> kFeatures[] = {
-    {"scale", KVCHECK_FEATURE_SCALE},   {"softcap", KVCHECK_FEATURE_SOFTCAP},
-    {"alibi", KVCHECK_FEATURE_ALIBI},   {"causal", KVCHECK_FEATURE_CAUSAL},
-    {"window", KVCHECK_FEATURE_WINDOW}, {"mask", KVCHECK_FEATURE_MASK},
-    {"positions", KVCHECK_FEATURE_POSITIONS}, {"gqa", KVCHECK_FEATURE_GQA},
-};
-const std::pair<const char*, uint32_t> kDTypes[] = {
-    {"f32", 1u << KVCHECK_DTYPE_F32},
-    {"f16", 1u << KVCHECK_DTYPE_F16},
-    {"bf16", 1u << KVCHECK_DTYPE_BF16},
-};
-
-// The bits of a list of names. Errors name `what` and the unknown entry.
-template <size_t N>
-absl::StatusOr<uint32_t> Bits(const json& list, const std::pair<const char*, uint32_t> (&names)[N],
-                              const std::string& what) {
-  if (!list.is_array()) return absl::InternalError(absl::StrCat("hello: ", what, " is not a list"));
-  uint32_t bits = 0;
-  for (const json& entry : list) {
-    bool known = false;
-    for (const auto& [name, bit] : names) {
-      if (entry.is_string() && entry.get<std::string>() == name) {
-        bits |= bit;
-        known = true;
-      }
-    }
-    if (!known) {
-      return absl::InternalError(absl::StrCat("hello: ", what, " has unknown entry ", entry.dump()));
-    }
-  }
-  return bits;
-}
-
 absl::StatusOr<std::string> String(const json& object, const char* field, const std::string& what,
                                    bool required = true) {
   if (!object.contains(field)) {
@@ -95,10 +53,12 @@ absl::StatusOr<EngineInfo> ParseHello(const json& h) {
     StrategyInfo strategy;
     KV_ASSIGN_OR_RETURN(strategy.name, String(s, "name", at));
     KV_ASSIGN_OR_RETURN(strategy.summary, String(s, "summary", at, false));
-    KV_ASSIGN_OR_RETURN(strategy.flags, Bits(s.value("flags", json::array()), kStrategyFlags,
-                                             at + ".flags"));
-    KV_ASSIGN_OR_RETURN(strategy.dtypes, Bits(s.value("dtypes", json::array({"f32"})), kDTypes,
-                                              at + ".dtypes"));
+    KV_ASSIGN_OR_RETURN(strategy.flags, BitsFromNames(s.value("flags", json::array()),
+                                                      WireStrategyFlagNames(),
+                                                      at + ".flags"));
+    KV_ASSIGN_OR_RETURN(strategy.dtypes, BitsFromNames(s.value("dtypes", json::array({"f32"})),
+                                                       WireDTypeNames(),
+                                                       at + ".dtypes"));
     if (s.contains("default_config")) {
       const json& c = s["default_config"];
       if (!c.is_object()) return absl::InternalError(at + ".default_config is not an object");
@@ -120,9 +80,11 @@ absl::StatusOr<EngineInfo> ParseHello(const json& h) {
     KV_ASSIGN_OR_RETURN(kernel.name, String(k, "name", at));
     KV_ASSIGN_OR_RETURN(kernel.summary, String(k, "summary", at, false));
     KV_ASSIGN_OR_RETURN(kernel.features,
-                        Bits(k.value("features", json::array()), kFeatures, at + ".features"));
+                        BitsFromNames(k.value("features", json::array()), WireKernelFeatureNames(),
+                                      at + ".features"));
     KV_ASSIGN_OR_RETURN(kernel.dtypes,
-                        Bits(k.value("dtypes", json::array({"f32"})), kDTypes, at + ".dtypes"));
+                        BitsFromNames(k.value("dtypes", json::array({"f32"})), WireDTypeNames(),
+                                      at + ".dtypes"));
     if (kernel.dtypes == 0) return absl::InternalError(at + ".dtypes is empty");
     info.kernels.push_back(std::move(kernel));
   }
