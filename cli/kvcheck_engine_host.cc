@@ -79,10 +79,24 @@ json HelloOf(const EngineInfo& info) {
                        {"features", BitNames(k.features, WireKernelFeatureNames())},
                        {"dtypes", BitNames(k.dtypes, WireDTypeNames())}});
   }
-  return {{"protocol", kProtocolVersion},
-          {"name", info.name},
-          {"strategies", strategies},
-          {"kernels", kernels}};
+  json steppers = json::array(), models = json::array();
+  for (const StepperInfo& s : info.steppers) {
+    steppers.push_back({{"name", s.name},
+                        {"summary", s.summary},
+                        {"flags", BitNames(s.flags, WireStepperFlagNames())},
+                        {"dtypes", BitNames(s.dtypes, WireDTypeNames())},
+                        {"window", s.window}});
+  }
+  for (const ModelInfo& m : info.models) {
+    models.push_back({{"name", m.name},
+                      {"summary", m.summary},
+                      {"flags", BitNames(m.flags, WireModelFlagNames())},
+                      {"vocab_size", m.vocab_size},
+                      {"max_tokens", m.max_tokens},
+                      {"tolerance", m.tolerance}});
+  }
+  return {{"protocol", kProtocolVersion}, {"name", info.name},     {"strategies", strategies},
+          {"kernels", kernels},           {"steppers", steppers}, {"models", models}};
 }
 
 // The tensor called `name` of a request, as kvcheck's tensor.
@@ -106,6 +120,12 @@ int Serve(const std::string& path) {
   std::vector<std::string> strategy_names, kernel_names;
   for (const StrategyInfo& s : engine.info().strategies) strategy_names.push_back(s.name);
   for (const KernelInfo& k : engine.info().kernels) kernel_names.push_back(k.name);
+  std::vector<std::string> stepper_names, model_names;
+  for (const StepperInfo& s : engine.info().steppers) stepper_names.push_back(s.name);
+  for (const ModelInfo& m : engine.info().models) model_names.push_back(m.name);
+  // The live stepper and model handles: a request naming another one is refused, not passed
+  // to the library as a pointer.
+  std::map<int64_t, bool> steppers, models;
   std::map<int64_t, KvShape> shapes;  // what each cache's first append fixed
   // Stray prints of the library must not corrupt the protocol: stdout becomes stderr.
   std::FILE* out = fdopen(dup(1), "wb");
@@ -226,6 +246,102 @@ int Serve(const std::string& path) {
         continue;
       }
       Reply(out, {{}, {ToWire("out", *result)}});
+    } else if (op == "stepper_create") {
+      const int stepper = IndexOf(stepper_names, request.header.value("stepper", json()));
+      if (stepper < 0) {
+        ReplyError(out, absl::NotFoundError("no such stepper"));
+        continue;
+      }
+      absl::StatusOr<SessionHandle> made =
+          engine.CreateStepper(stepper, request.header.value("window", int64_t{0}));
+      if (!made.ok()) {
+        ReplyError(out, made.status());
+        continue;
+      }
+      steppers[static_cast<int64_t>(*made)] = true;
+      Reply(out, {{{"stepper", static_cast<int64_t>(*made)}}, {}});
+    } else if (op == "step" || op == "stepper_reset" || op == "stepper_destroy") {
+      const int64_t sid = request.header.value("stepper", int64_t{0});
+      if (steppers.count(sid) == 0) {
+        ReplyError(out, absl::NotFoundError("no such stepper"));
+        continue;
+      }
+      const SessionHandle session = static_cast<SessionHandle>(sid);
+      if (op == "stepper_reset") {
+        const absl::Status reset = engine.ResetStepper(session);
+        reset.ok() ? Reply(out, {{}, {}}) : ReplyError(out, reset);
+        continue;
+      }
+      if (op == "stepper_destroy") {
+        engine.DestroyStepper(session);
+        steppers.erase(sid);
+        Reply(out, {{}, {}});
+        continue;
+      }
+      absl::StatusOr<Tensor> q = Input(request, "q"), k = Input(request, "k"),
+                             v = Input(request, "v");
+      if (!q.ok() || !k.ok() || !v.ok()) {
+        ReplyError(out, !q.ok() ? q.status() : !k.ok() ? k.status() : v.status());
+        continue;
+      }
+      absl::StatusOr<Tensor> result = engine.Step(session, *q, *k, *v);
+      result.ok() ? Reply(out, {{}, {ToWire("out", *result)}}) : ReplyError(out, result.status());
+    } else if (op == "model_create") {
+      const int model = IndexOf(model_names, request.header.value("model", json()));
+      if (model < 0) {
+        ReplyError(out, absl::NotFoundError("no such model"));
+        continue;
+      }
+      absl::StatusOr<SessionHandle> made = engine.CreateModel(model);
+      if (!made.ok()) {
+        ReplyError(out, made.status());
+        continue;
+      }
+      models[static_cast<int64_t>(*made)] = true;
+      Reply(out, {{{"model", static_cast<int64_t>(*made)}}, {}});
+    } else if (op == "forward" || op == "model_reset" || op == "model_destroy") {
+      const int64_t mid = request.header.value("model", int64_t{0});
+      if (models.count(mid) == 0) {
+        ReplyError(out, absl::NotFoundError("no such model"));
+        continue;
+      }
+      const SessionHandle session = static_cast<SessionHandle>(mid);
+      if (op == "model_reset") {
+        const absl::Status reset = engine.ResetModel(session);
+        reset.ok() ? Reply(out, {{}, {}}) : ReplyError(out, reset);
+        continue;
+      }
+      if (op == "model_destroy") {
+        engine.DestroyModel(session);
+        models.erase(mid);
+        Reply(out, {{}, {}});
+        continue;
+      }
+      const WireTensor* tokens = nullptr;
+      for (const WireTensor& t : request.tensors) {
+        if (t.name == "tokens" && t.dtype == "i64" && t.shape.size() == 2) tokens = &t;
+      }
+      if (tokens == nullptr) {
+        ReplyError(out, absl::InvalidArgumentError("forward needs an i64 (B, S) tensor tokens"));
+        continue;
+      }
+      absl::StatusOr<std::vector<int64_t>> ids =
+          IntegersFromWire(request, "tokens", tokens->shape, "request");
+      if (!ids.ok()) {
+        ReplyError(out, ids.status());
+        continue;
+      }
+      const int64_t batch = tokens->shape[0], seq = tokens->shape[1];
+      absl::StatusOr<std::vector<float>> logits =
+          engine.Forward(session, *ids, batch, seq, request.header.value("use_cache", true));
+      if (!logits.ok()) {
+        ReplyError(out, logits.status());
+        continue;
+      }
+      const int64_t vocab = batch * seq == 0 ? 0 : static_cast<int64_t>(logits->size()) / (batch * seq);
+      absl::StatusOr<Tensor> as_tensor = Tensor::FromFloats(DType::kF32, {batch, seq, vocab}, *logits);
+      as_tensor.ok() ? Reply(out, {{}, {ToWire("logits", *as_tensor)}})
+                     : ReplyError(out, as_tensor.status());
     } else {
       ReplyError(out, absl::UnimplementedError(absl::StrCat("unknown op '", op, "'")));
     }

@@ -20,11 +20,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "defects/defect_kill.h"
 #include "defects/defect_registry.h"
 #include "src/engine/engine_entries.h"
+#include "src/engine/kvcheck_engine.h"
 #include "src/engine/open_engine.h"
 #include "src/engine/process_engine.h"
 #include "properties/property_runner.h"
@@ -34,7 +36,8 @@
 ABSL_FLAG(uint64_t, seed, 20261129, "Base seed; every failure report names it for replay.");
 ABSL_FLAG(int, cases, 0, "Cases per property (0: each property's default).");
 ABSL_FLAG(double, case_scale, 1.0, "Multiplies each property's default number of cases.");
-ABSL_FLAG(std::string, only, "", "Run only the properties whose name starts with this.");
+ABSL_FLAG(std::string, only, "",
+          "Run only the properties whose name starts with this (a comma list: with any of these).");
 ABSL_FLAG(std::string, reproduce, "",
           "A RapidCheck reproduce string from a failure report: replays the shrunk case.");
 ABSL_FLAG(bool, list, false, "List the properties and their default case counts, then exit.");
@@ -156,9 +159,12 @@ Checked ChooseSubject() {
   subject->name = loaded->info().name;
   subject->strategies = engine::EngineStrategies(loaded);
   subject->kernels = engine::EngineKernels(loaded);
-  std::printf("kvcheck: checking engine %s (%s): %zu strategies, %zu kernels\n",
+  subject->engine = loaded;
+  std::printf("kvcheck: checking engine %s (%s): %zu strategies, %zu kernels, %zu steppers, "
+              "%zu models\n",
               subject->name.c_str(), loaded->description().c_str(), subject->strategies.size(),
-              subject->kernels.size());
+              subject->kernels.size(), loaded->info().steppers.size(),
+              loaded->info().models.size());
   for (const CacheStrategy& s : subject->strategies) {
     std::printf("  strategy %-24s %s%s%s%s\n", s.name, s.windowed ? "windowed " : "",
                 s.per_row ? "per-row " : "", s.forks ? "fork " : "",
@@ -166,6 +172,20 @@ Checked ChooseSubject() {
   }
   for (const AttentionKernel& k : subject->kernels) {
     std::printf("  kernel   %-24s features 0x%02x dtypes 0x%x\n", k.name, k.features, k.dtypes);
+  }
+  for (const engine::StepperInfo& s : loaded->info().steppers) {
+    std::printf("  stepper  %-24s %s%s%sdtypes 0x%x\n", s.name.c_str(),
+                (s.flags & KVCHECK_STEPPER_WINDOWED) ? absl::StrCat("window ", s.window, " ").c_str()
+                                                     : "",
+                (s.flags & KVCHECK_STEPPER_RESET) ? "reset " : "",
+                (s.flags & KVCHECK_STEPPER_GQA) ? "gqa " : "", s.dtypes);
+  }
+  for (const engine::ModelInfo& m : loaded->info().models) {
+    std::printf("  model    %-24s vocabulary %lld, %lld tokens, %s%stolerance %g\n",
+                m.name.c_str(), static_cast<long long>(m.vocab_size),
+                static_cast<long long>(m.max_tokens),
+                (m.flags & KVCHECK_MODEL_RESET) ? "reset " : "",
+                (m.flags & KVCHECK_MODEL_BATCH) ? "batch " : "", m.tolerance);
   }
   checked.subject = std::move(subject);
   return checked;
@@ -182,7 +202,12 @@ int Run() {
   properties::Suite suite = properties::SuiteFor(checked.subject);
   std::vector<PropertySpec> selected;
   for (const PropertySpec& spec : suite.properties) {
-    if (absl::StartsWith(spec.name, absl::GetFlag(FLAGS_only))) selected.push_back(spec);
+    for (absl::string_view prefix : absl::StrSplit(absl::GetFlag(FLAGS_only), ',')) {
+      if (absl::StartsWith(spec.name, prefix)) {
+        selected.push_back(spec);
+        break;
+      }
+    }
   }
   if (absl::GetFlag(FLAGS_list)) {
     for (const PropertySpec& spec : selected) {

@@ -7,11 +7,13 @@
 #ifndef KVCHECK_PROPERTIES_SUBJECT_H_
 #define KVCHECK_PROPERTIES_SUBJECT_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "src/attention/kernel_registry.h"
 #include "src/cache/registry.h"
+#include "src/engine/engine.h"
 
 namespace kvcheck::properties {
 
@@ -23,6 +25,10 @@ struct Subject {
   // targets, thread and split counts, the fused interleaved decode, the decoders against the
   // reference) run too.
   bool builtin = false;
+  // An external engine: its steppers and models (step_properties.h, model_properties.h) are
+  // read from here; its strategies and kernels are the entries above. Null for the built-in
+  // engine.
+  std::shared_ptr<engine::Engine> engine;
 
   // The kernel laws' generation limits: the features and dtypes every kernel implements.
   uint32_t common_kernel_features() const;

@@ -1,7 +1,9 @@
 #include "properties/suite.h"
 
 #include "properties/generation_properties.h"
+#include "properties/model_properties.h"
 #include "properties/oracle_agreement.h"
+#include "properties/step_properties.h"
 #include "properties/tensor_properties.h"
 
 namespace kvcheck::properties {
@@ -33,6 +35,9 @@ Suite SuiteFor(std::shared_ptr<const Subject> subject) {
   }
   // Generation equivalence on small decoders for every strategy (seed 004's check).
   for (PropertySpec& spec : GenerationProperties(s)) laws.push_back(spec);
+  // An external engine's fused steps and models.
+  for (PropertySpec& spec : StepProperties(s)) laws.push_back(spec);
+  for (PropertySpec& spec : ModelProperties(s)) laws.push_back(spec);
   // An external engine answers every operation across a pipe or an FFI call (and a Python
   // engine a thousand times slower than kvcheck's own): the test suite's case counts keep a
   // campaign on seed 004's PyTorch caches near 5 minutes on 2 cores.

@@ -19,6 +19,30 @@ arrays or tensors of the same dtype, any strides (views are fine: they are seria
 once). `positions` is a (B, L) integer array: the absolute position of each returned slot,
 -1 for an empty one; omit it when slot j holds position j.
 
+A stepper is the fused seam of model code (the book's MultiHeadAttention.forward with
+use_cache=True): a class (or callable) that takes the window W (0 unless declared "windowed")
+and returns an object with
+
+    step(q, k_new, v_new) -> out  append k_new, v_new to its own cache, then the causal
+                                  attention of q over every token since the reset
+    reset()                       forget everything (declare "reset")
+
+q (B, H, S, D), k_new and v_new (B, KH, S, D), out (B, H, S, D); query i of a step has
+position P + i where P counts the tokens stepped before; a windowed stepper lets it see the
+keys of positions > P + i - W (every query its last W keys, also in a chunk longer than W).
+
+A model maps token ids to logits: a class (or callable) with no arguments returning an object
+with
+
+    forward(tokens, use_cache) -> logits   tokens (B, S) int64, logits (B, S, V) float32;
+                                           use_cache: continue the cached sequence; else the
+                                           tokens are a whole sequence from position 0 and the
+                                           cache is untouched
+    reset()                                forget the cached sequence (declare "reset")
+
+kvcheck checks that cached logits equal a recomputation without the cache, that any chunking
+equals one chunk, and that reset equals a fresh model.
+
 A kernel is a function (q, k, v, params) -> out with q (B, H, Sq, D), k and v (B, KH, Skv,
 D), out (B, H, Sq, D) in q's dtype; params is a dict with scale (None: 1/sqrt(D)), softcap,
 causal, window, alibi_slopes, mask (or None), q_positions, kv_positions (or None).
@@ -41,6 +65,8 @@ PROTOCOL_VERSION = 1
 STRATEGY_FLAGS = ("windowed", "per_row", "fork", "reset", "stats", "amortized_growth",
                   "max_bytes")
 KERNEL_FEATURES = ("scale", "softcap", "alibi", "causal", "window", "mask", "positions", "gqa")
+STEPPER_FLAGS = ("windowed", "reset", "gqa")
+MODEL_FLAGS = ("reset", "batch")
 DTYPES = ("f32", "f16", "bf16")
 CODES = ("INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
          "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL")
@@ -102,6 +128,34 @@ class Kernel:
         self.dtypes, self.summary = tuple(dtypes), summary
 
 
+class Stepper:
+    """A fused append-then-attend: name, factory(window) -> object with step (and reset)."""
+
+    def __init__(self, name, factory, flags=(), dtypes=("f32",), summary="", window=0):
+        for flag in flags:
+            if flag not in STEPPER_FLAGS:
+                raise ValueError("unknown stepper flag %r (one of %s)" % (flag, STEPPER_FLAGS))
+        if "windowed" in flags and window < 1:
+            raise ValueError("a windowed stepper needs a default window >= 1")
+        self.name, self.factory, self.flags = name, factory, tuple(flags)
+        self.dtypes, self.summary, self.window = tuple(dtypes), summary, window
+
+
+class Model:
+    """Token ids to logits: name, factory() -> object with forward (and reset)."""
+
+    def __init__(self, name, factory, vocab_size, max_tokens, flags=(), summary="",
+                 tolerance=0.0):
+        for flag in flags:
+            if flag not in MODEL_FLAGS:
+                raise ValueError("unknown model flag %r (one of %s)" % (flag, MODEL_FLAGS))
+        if vocab_size < 1 or max_tokens < 1:
+            raise ValueError("vocab_size and max_tokens must be >= 1")
+        self.name, self.factory, self.flags = name, factory, tuple(flags)
+        self.vocab_size, self.max_tokens = vocab_size, max_tokens
+        self.summary, self.tolerance = summary, tolerance
+
+
 class _Backend:
     """Bytes <-> arrays: numpy, or torch tensors."""
 
@@ -157,11 +211,15 @@ class _Backend:
 
 
 class _Server:
-    def __init__(self, name, strategies, kernels, backend, reader, writer):
+    def __init__(self, name, strategies, kernels, backend, reader, writer, steppers=(),
+                 models=()):
         self.name = name
         self.strategies = {s.name: s for s in strategies}
         self.kernels = {k.name: k for k in kernels}
-        self.order = (list(strategies), list(kernels))
+        self.steppers = {s.name: s for s in steppers}
+        self.models = {m.name: m for m in models}
+        self.order = (list(strategies), list(kernels), list(steppers), list(models))
+        self.sessions = {}  # stepper and model objects by id (one numbering with the caches)
         self.backend = _Backend(backend)
         self.reader, self.writer = reader, writer
         self.caches = {}
@@ -211,8 +269,13 @@ class _Server:
 
     # ---- operations ----------------------------------------------------------------------
     def hello(self, header, tensors):
-        strategies, kernels = self.order
+        strategies, kernels, steppers, models = self.order
         return {"protocol": PROTOCOL_VERSION, "name": self.name,
+                "steppers": [{"name": s.name, "summary": s.summary, "flags": list(s.flags),
+                              "dtypes": list(s.dtypes), "window": s.window} for s in steppers],
+                "models": [{"name": m.name, "summary": m.summary, "flags": list(m.flags),
+                            "vocab_size": m.vocab_size, "max_tokens": m.max_tokens,
+                            "tolerance": m.tolerance} for m in models],
                 "strategies": [{"name": s.name, "summary": s.summary, "flags": list(s.flags),
                                 "dtypes": list(s.dtypes),
                                 "default_config": vars(s.default_config)} for s in strategies],
@@ -310,11 +373,74 @@ class _Server:
         out = kernel.fn(q, self.array(tensors, "k"), self.array(tensors, "v"), params)
         return {}, [("out", out, tensors["q"][0])]
 
+    # ---- steppers and models ---------------------------------------------------------------
+    def session(self, header, kind):
+        session_id = header.get(kind)
+        found = self.sessions.get(session_id)
+        if found is None or found[0] != kind:
+            raise EngineError("NOT_FOUND", "no %s %r" % (kind, session_id))
+        return session_id, found[1]
+
+    def new_session(self, kind, obj):
+        session_id = self.next_id
+        self.next_id += 1
+        self.sessions[session_id] = (kind, obj)
+        return {kind: session_id}, ()
+
+    def stepper_create(self, header, tensors):
+        stepper = self.steppers.get(header.get("stepper"))
+        if stepper is None:
+            raise EngineError("NOT_FOUND", "no stepper %r" % (header.get("stepper"),))
+        return self.new_session("stepper", stepper.factory(int(header.get("window", 0))))
+
+    def step(self, header, tensors):
+        _, stepper = self.session(header, "stepper")
+        out = stepper.step(self.array(tensors, "q"), self.array(tensors, "k"),
+                           self.array(tensors, "v"))
+        return {}, [("out", out, tensors["q"][0])]
+
+    def stepper_reset(self, header, tensors):
+        self.session(header, "stepper")[1].reset()
+        return {}, ()
+
+    def model_create(self, header, tensors):
+        model = self.models.get(header.get("model"))
+        if model is None:
+            raise EngineError("NOT_FOUND", "no model %r" % (header.get("model"),))
+        return self.new_session("model", model.factory())
+
+    def forward(self, header, tensors):
+        _, model = self.session(header, "model")
+        logits = model.forward(self.array(tensors, "tokens"), bool(header.get("use_cache", True)))
+        # Logits of any float dtype are compared as f32.
+        if self.backend.name == "torch" and isinstance(logits, self.backend.torch.Tensor):
+            logits = logits.float()
+        else:
+            logits = np.asarray(logits, dtype=np.float32)
+        return {}, [("logits", logits, "f32")]
+
+    def model_reset(self, header, tensors):
+        self.session(header, "model")[1].reset()
+        return {}, ()
+
+    def session_destroy(self, kind):
+        def destroy(header, tensors):
+            session_id, _ = self.session(header, kind)
+            del self.sessions[session_id]
+            return {}, ()
+        return destroy
+
     # ---- the loop ------------------------------------------------------------------------
     def run(self):
         operations = {"hello": self.hello, "create": self.create, "append": self.append,
                       "view": self.view, "fork": self.fork, "reset": self.reset,
-                      "stats": self.stats, "destroy": self.destroy, "attend": self.attend}
+                      "stats": self.stats, "destroy": self.destroy, "attend": self.attend,
+                      "stepper_create": self.stepper_create, "step": self.step,
+                      "stepper_reset": self.stepper_reset,
+                      "stepper_destroy": self.session_destroy("stepper"),
+                      "model_create": self.model_create, "forward": self.forward,
+                      "model_reset": self.model_reset,
+                      "model_destroy": self.session_destroy("model")}
         while True:
             message = self.read_message()
             if message is None:
@@ -353,17 +479,18 @@ def _error_reply(error):
     return {"ok": False, "code": code, "message": message}
 
 
-def serve(strategies=(), kernels=(), name="python-engine", backend="numpy"):
+def serve(strategies=(), kernels=(), name="python-engine", backend="numpy", steppers=(),
+          models=()):
     """Serves kvcheck's requests on stdin/stdout until kvcheck says bye or closes the pipe."""
-    if not strategies and not kernels:
-        raise ValueError("serve() needs at least one strategy or kernel")
+    if not strategies and not kernels and not steppers and not models:
+        raise ValueError("serve() needs at least one strategy, kernel, stepper or model")
     # The protocol owns the real stdout; print() goes to stderr from here on.
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     global _CURRENT_SERVER
     server = _Server(name, list(strategies), list(kernels), backend, sys.stdin.buffer,
-                     protocol_out)
+                     protocol_out, list(steppers), list(models))
     _CURRENT_SERVER = server
     server.run()
     protocol_out.flush()

@@ -13,12 +13,24 @@ Strategies:
 Kernel:
   torch_sdpa     scores = q @ k^T * scale, causal / window / additive masks by position,
                  softmax, @ v (GQA by repeat_interleave), in f32
+Steppers (the chapter's MultiHeadAttention.forward(x, use_cache=True): the keys of a step are
+the cache's tokens and the new chunk; attention by torch_sdpa; then the chunk is appended):
+  torch_cat_step, torch_prealloc_step, torch_window_step (W = 8)
+Models (the chapter's GPTModel with its KV cache, untrained: token and learned position
+embeddings, two pre-norm blocks of GQA attention (one stepper per layer) and a GELU MLP, a
+final norm and the output head; positions from the cache's pointer):
+  gpt_cat, gpt_prealloc, gpt_window (W = 6)
 
-Bugs (--bug=NAME, each one a mistake the chapter's text or exercises describe):
+Bugs (--bug=NAME, each one a mistake the chapter's text or exercises describe; each switch
+acts on the caches and on the steppers and models built on them):
   window_overflow       the window is cut before the new chunk is added, so a chunk longer
-                        than one token leaves more than W tokens in the cache
+                        than one token leaves more than W tokens in the cache; a step keeps
+                        only the last W keys, new chunk included, before attending (exercise 5's
+                        cache_k[:, :, -window_size:, :] on every fetch), so a chunk longer
+                        than W loses keys its first queries need
   reset_forgets_pointer reset clears the buffers but not ptr_current_pos (exercise 2's cousin)
-  positions_restart     the window cache numbers its slots from 0 again once it slides
+  positions_restart     the window cache numbers its slots from 0 again once it slides, and
+                        the model takes its position ids from those numbers
   mask_from_zero        the causal mask is sliced from 0 instead of from the query's position
                         (exercise 3: "change the mask slice to start at 0")
   batch_change          reset keeps the buffer allocated for the first batch size, so a
@@ -215,6 +227,117 @@ def sdpa(q, k, v, params):
     return out.to(q.dtype)
 
 
+def _params(**overrides):
+    params = {"scale": None, "softcap": 0.0, "causal": True, "window": 0, "alibi_slopes": None,
+              "mask": None, "q_positions": None, "kv_positions": None}
+    params.update(overrides)
+    return params
+
+
+class CacheStep:
+    """MultiHeadAttention.forward(use_cache=True) over one of the caches above."""
+
+    def __init__(self, cache_class, window):
+        self.cache = cache_class(kvcheck_engine.Config(initial_capacity=4, window=window))
+        self.window = window
+        self.seen = 0        # tokens since the reset: ptr_current_pos
+        self.empty = True
+
+    def reset(self):
+        self.cache.reset()
+        self.seen = 0
+        self.empty = True
+
+    def positions(self):
+        """The position of every token in the cache, as the cache numbers them."""
+        shown = self.cache.view()
+        if len(shown) == 3:
+            return shown[0], shown[1], shown[2][0]
+        return shown[0], shown[1], torch.arange(shown[0].shape[2])
+
+    def step(self, q, k_new, v_new):
+        batch, seq = q.shape[0], q.shape[2]
+        new_positions = self.seen + torch.arange(seq)
+        if self.empty:
+            keys, values, positions = k_new, v_new, new_positions
+        else:
+            k_old, v_old, old_positions = self.positions()
+            keys = torch.cat([k_old, k_new], dim=2)
+            values = torch.cat([v_old, v_new], dim=2)
+            positions = torch.cat([old_positions, new_positions])
+        if self.window > 0:
+            if BUG == "window_overflow":  # cache_k[:, :, -window_size:, :] on every fetch
+                keys, values = keys[:, :, -self.window:], values[:, :, -self.window:]
+                positions = positions[-self.window:]
+            params = _params(window=self.window,
+                             q_positions=new_positions.repeat(batch, 1),
+                             kv_positions=positions.repeat(batch, 1))
+        else:
+            params = _params()  # the newest tokens are the queries: bottom-right positions
+        out = sdpa(q, keys, values, params)
+        self.cache.append(k_new, v_new)
+        self.seen += seq
+        self.empty = False
+        return out
+
+
+class GPTModel:
+    """The chapter's GPTModel with a KV cache (untrained, seeded weights)."""
+
+    VOCAB, MAX_TOKENS, DIM, HEADS, KV_HEADS, LAYERS = 50, 64, 32, 4, 2, 2
+
+    def __init__(self, cache_class, window):
+        generator = torch.Generator().manual_seed(4)
+        d, hd = self.DIM, self.DIM // self.HEADS
+
+        def weight(*shape, scale=1.0):
+            return torch.randn(*shape, generator=generator) * scale
+
+        self.window, self.cache_class = window, cache_class
+        self.tok_emb = weight(self.VOCAB, d)
+        self.pos_emb = weight(self.MAX_TOKENS, d)
+        self.layers = [{
+            "wq": weight(d, self.HEADS * hd, scale=d ** -0.5),
+            "wk": weight(d, self.KV_HEADS * hd, scale=d ** -0.5),
+            "wv": weight(d, self.KV_HEADS * hd, scale=d ** -0.5),
+            "wo": weight(self.HEADS * hd, d, scale=d ** -0.5),
+            "w1": weight(d, 4 * d, scale=d ** -0.5),
+            "w2": weight(4 * d, d, scale=(4 * d) ** -0.5),
+            "cache": CacheStep(cache_class, window),
+        } for _ in range(self.LAYERS)]
+        self.out_head = weight(d, self.VOCAB, scale=d ** -0.5)
+        self.current_pos = 0
+
+    def reset(self):
+        for layer in self.layers:
+            layer["cache"].reset()
+        self.current_pos = 0
+
+    def forward(self, tokens, use_cache):
+        batch, seq = tokens.shape
+        start = self.current_pos if use_cache else 0
+        if use_cache and BUG == "positions_restart" and not self.layers[0]["cache"].empty:
+            # The next position read off the cache's own numbering.
+            start = int(self.layers[0]["cache"].positions()[2][-1]) + 1
+        x = self.tok_emb[tokens] + self.pos_emb[start:start + seq]
+        hd = self.DIM // self.HEADS
+        for layer in self.layers:
+            h = torch.nn.functional.layer_norm(x, (self.DIM,))
+            q = (h @ layer["wq"]).view(batch, seq, self.HEADS, hd).transpose(1, 2)
+            k = (h @ layer["wk"]).view(batch, seq, self.KV_HEADS, hd).transpose(1, 2)
+            v = (h @ layer["wv"]).view(batch, seq, self.KV_HEADS, hd).transpose(1, 2)
+            if use_cache:
+                attended = layer["cache"].step(q, k, v)
+            else:  # the recomputation: causal (windowed) attention over the whole sequence
+                attended = sdpa(q, k, v, _params(window=self.window))
+            x = x + attended.transpose(1, 2).reshape(batch, seq, -1) @ layer["wo"]
+            h = torch.nn.functional.layer_norm(x, (self.DIM,))
+            x = x + torch.nn.functional.gelu(h @ layer["w1"]) @ layer["w2"]
+        if use_cache:
+            self.current_pos += seq
+        return torch.nn.functional.layer_norm(x, (self.DIM,)) @ self.out_head
+
+
 def main():
     global BUG
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -240,6 +363,27 @@ def main():
                                   features=("scale", "causal", "window", "mask", "positions",
                                             "gqa"),
                                   dtypes=everything, summary="matmul + softmax in f32"),
+        ],
+        steppers=[
+            kvcheck_engine.Stepper("torch_cat_step", lambda w: CacheStep(CatCache, 0),
+                                   flags=("reset", "gqa"), dtypes=everything,
+                                   summary="attention over torch.cat's cache"),
+            kvcheck_engine.Stepper("torch_prealloc_step", lambda w: CacheStep(PreallocCache, 0),
+                                   flags=("reset", "gqa"), dtypes=everything,
+                                   summary="attention over the preallocated cache"),
+            kvcheck_engine.Stepper("torch_window_step", lambda w: CacheStep(WindowCache, w),
+                                   flags=("windowed", "reset", "gqa"), dtypes=everything,
+                                   window=8, summary="windowed attention over the last W"),
+        ],
+        models=[
+            kvcheck_engine.Model(name, factory, GPTModel.VOCAB, GPTModel.MAX_TOKENS,
+                                 flags=("reset", "batch"), summary=summary)
+            for name, factory, summary in [
+                ("gpt_cat", lambda: GPTModel(CatCache, 0), "GPT, torch.cat cache"),
+                ("gpt_prealloc", lambda: GPTModel(PreallocCache, 0),
+                 "GPT, preallocated cache"),
+                ("gpt_window", lambda: GPTModel(WindowCache, 6), "GPT, sliding window W = 6"),
+            ]
         ],
         name="torch-caches" + ("" if BUG is None else "[bug=%s]" % BUG),
         backend="torch")

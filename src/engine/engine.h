@@ -39,10 +39,30 @@ struct KernelInfo {
   uint32_t dtypes = 0;
 };
 
+// kvcheck_stepper_info, kvcheck_model_info.
+struct StepperInfo {
+  std::string name;
+  std::string summary;
+  uint32_t flags = 0;   // KVCHECK_STEPPER_*
+  uint32_t dtypes = 0;  // bit DType
+  int64_t window = 0;   // the default W of a windowed stepper
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string summary;
+  uint32_t flags = 0;  // KVCHECK_MODEL_*
+  int64_t vocab_size = 0;
+  int64_t max_tokens = 0;
+  double tolerance = 1e-3;  // 0 in the declaration means this default
+};
+
 struct EngineInfo {
   std::string name;
   std::vector<StrategyInfo> strategies;
   std::vector<KernelInfo> kernels;
+  std::vector<StepperInfo> steppers;
+  std::vector<ModelInfo> models;
 };
 
 // capacity() and the counters of kv_cache.h, as the engine reports them.
@@ -51,8 +71,9 @@ struct CacheStats {
   CacheCounters counters;  // bytes_appended is kvcheck's own count
 };
 
-// The engine's cache object, as the transport names it.
+// The engine's cache, stepper or model object, as the transport names it.
 using CacheHandle = uint64_t;
+using SessionHandle = uint64_t;
 
 class Engine {
  public:
@@ -79,7 +100,49 @@ class Engine {
   // Attention with kernel `kernel`. REQUIRES: the inputs pass ValidateAttention.
   virtual absl::StatusOr<Tensor> Attend(int kernel, const Tensor& q, const Tensor& k,
                                         const Tensor& v, const AttentionParams& params) = 0;
+
+  // Steppers (kvcheck_engine.h): `stepper` indexes info().steppers. Step: q (B, H, S, D),
+  // k_new and v_new (B, KH, S, D) of one dtype; the output (B, H, S, D) in that dtype.
+  virtual absl::StatusOr<SessionHandle> CreateStepper(int stepper, int64_t window);
+  virtual absl::StatusOr<Tensor> Step(SessionHandle stepper, const Tensor& q, const Tensor& k_new,
+                                      const Tensor& v_new);
+  virtual absl::Status ResetStepper(SessionHandle stepper);
+  virtual void DestroyStepper(SessionHandle stepper);
+
+  // Models: `model` indexes info().models. Forward: `tokens` (batch, seq) row-major; the
+  // logits (batch, seq, V) row-major.
+  virtual absl::StatusOr<SessionHandle> CreateModel(int model);
+  virtual absl::StatusOr<std::vector<float>> Forward(SessionHandle model,
+                                                     absl::Span<const int64_t> tokens,
+                                                     int64_t batch, int64_t seq, bool use_cache);
+  virtual absl::Status ResetModel(SessionHandle model);
+  virtual void DestroyModel(SessionHandle model);
 };
+
+// The defaults of an engine without steppers or models (the info lists none, so kvcheck never
+// calls them).
+inline absl::StatusOr<SessionHandle> Engine::CreateStepper(int, int64_t) {
+  return absl::UnimplementedError("this engine has no steppers");
+}
+inline absl::StatusOr<Tensor> Engine::Step(SessionHandle, const Tensor&, const Tensor&,
+                                           const Tensor&) {
+  return absl::UnimplementedError("this engine has no steppers");
+}
+inline absl::Status Engine::ResetStepper(SessionHandle) {
+  return absl::UnimplementedError("this engine has no steppers");
+}
+inline void Engine::DestroyStepper(SessionHandle) {}
+inline absl::StatusOr<SessionHandle> Engine::CreateModel(int) {
+  return absl::UnimplementedError("this engine has no models");
+}
+inline absl::StatusOr<std::vector<float>> Engine::Forward(SessionHandle, absl::Span<const int64_t>,
+                                                          int64_t, int64_t, bool) {
+  return absl::UnimplementedError("this engine has no models");
+}
+inline absl::Status Engine::ResetModel(SessionHandle) {
+  return absl::UnimplementedError("this engine has no models");
+}
+inline void Engine::DestroyModel(SessionHandle) {}
 
 }  // namespace kvcheck::engine
 

@@ -255,6 +255,23 @@ absl::Span<const WireBitName> WireKernelFeatureNames() {
   return kNames;
 }
 
+absl::Span<const WireBitName> WireStepperFlagNames() {
+  static constexpr WireBitName kNames[] = {
+      {"windowed", KVCHECK_STEPPER_WINDOWED},
+      {"reset", KVCHECK_STEPPER_RESET},
+      {"gqa", KVCHECK_STEPPER_GQA},
+  };
+  return kNames;
+}
+
+absl::Span<const WireBitName> WireModelFlagNames() {
+  static constexpr WireBitName kNames[] = {
+      {"reset", KVCHECK_MODEL_RESET},
+      {"batch", KVCHECK_MODEL_BATCH},
+  };
+  return kNames;
+}
+
 absl::Span<const WireBitName> WireDTypeNames() {
   static constexpr WireBitName kNames[] = {
       {"f32", 1u << KVCHECK_DTYPE_F32},

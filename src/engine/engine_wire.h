@@ -72,14 +72,17 @@ const char* WireDTypeName(DType dtype);
 absl::Status ReplyStatus(const nlohmann::json& header, const std::string& what);
 
 // The protocol's names for the ABI's bits (PROTOCOL.md): strategy flags ("windowed", ...),
-// kernel features ("scale", ...) and dtypes ("f32" = 1 << KVCHECK_DTYPE_F32, ...). One
-// table each, read by kvcheck (hello replies) and written by kvcheck_engine_host.
+// kernel features ("scale", ...), stepper and model flags, and dtypes ("f32" =
+// 1 << KVCHECK_DTYPE_F32, ...). One table each, read by kvcheck (hello replies) and written
+// by kvcheck_engine_host.
 struct WireBitName {
   const char* name;
   uint32_t bit;
 };
 absl::Span<const WireBitName> WireStrategyFlagNames();
 absl::Span<const WireBitName> WireKernelFeatureNames();
+absl::Span<const WireBitName> WireStepperFlagNames();
+absl::Span<const WireBitName> WireModelFlagNames();
 absl::Span<const WireBitName> WireDTypeNames();
 // The names of the bits set in `bits`, as a JSON list.
 nlohmann::json BitNames(uint32_t bits, absl::Span<const WireBitName> names);

@@ -25,8 +25,11 @@
  *     kpos <= qpos; window qpos - kpos < W; softmax over the allowed keys; a row with no
  *     allowed key is 0; NaN never hidden. Compared with a high-precision reference within a
  *     derived per-element bound (f32 accumulation).
- * An engine declares what it implements (strategy and kernel flags, dtypes); kvcheck then
- * generates only operations inside that.
+   - steppers (a fused append-then-attend, the seam of most model code): the attention of
+ *     each step over the history kvcheck keeps, within the reference's bound;
+ *   - models (token ids to logits): the generation laws, with the model as its own oracle.
+ * An engine declares what it implements at each level (strategies, kernels, steppers,
+ * models, with their flags and dtypes); kvcheck then generates only operations inside that.
  *
  * Tensors are passed as strided descriptors, never copied on the way in: `data` points at
  * element (0, 0, 0, 0), strides are in elements and non-negative. Inputs kvcheck passes
@@ -174,6 +177,55 @@ typedef struct kvcheck_attention_params {
   const int64_t* kv_positions;  /* NULL, or (B, Skv) row-major */
 } kvcheck_attention_params;
 
+/* ---- Fused attention steps --------------------------------------------------------------- */
+
+/* The seam most model code has (a MultiHeadAttention.forward(x, use_cache=True)): a stepper
+ * owns its cache; step(q, k_new, v_new) appends k_new and v_new, then returns the causal
+ * attention of q over every token since the creation or the last reset:
+ *   q (B, H, S, D), k_new and v_new (B, KH, S, D), S >= 1, one dtype; with P the tokens
+ *   stepped before, query i has position P + i and sees the keys of positions <= P + i
+ *   (WINDOWED: also > P + i - W, so a chunk longer than the window still gives every query
+ *   its last W keys), score scale 1/sqrt(D), GQA h -> h / (H / KH) (GQA only; else H == KH),
+ *   f32 accumulation; the output is (B, H, S, D) in q's dtype.
+ * B, H, KH, D and the dtype are fixed by the first step after the creation or a reset. */
+enum {
+  KVCHECK_STEPPER_WINDOWED = 1u << 0,  /* keys within the last W positions only */
+  KVCHECK_STEPPER_RESET = 1u << 1,     /* stepper_reset is implemented */
+  KVCHECK_STEPPER_GQA = 1u << 2        /* H may be a multiple of KH */
+};
+
+typedef struct kvcheck_stepper_info {
+  const char* name;
+  const char* summary;
+  uint32_t flags;   /* KVCHECK_STEPPER_* */
+  uint32_t dtypes;  /* bit (1 << KVCHECK_DTYPE_*) */
+  int64_t window;   /* the default W (>= 1) of a WINDOWED stepper, else 0 */
+} kvcheck_stepper_info;
+
+typedef struct kvcheck_stepper kvcheck_stepper; /* the engine's own object */
+
+/* ---- Models ------------------------------------------------------------------------------ */
+
+/* Token ids in, logits out, with and without the model's own cache. kvcheck checks the
+ * generation laws with the model as the oracle of itself: cached logits == the logits of a
+ * recomputation without the cache, any chunking of a prompt == one chunk, reset == fresh. */
+enum {
+  KVCHECK_MODEL_RESET = 1u << 0,  /* model_reset is implemented */
+  KVCHECK_MODEL_BATCH = 1u << 1   /* B > 1 rows per forward (else B == 1) */
+};
+
+typedef struct kvcheck_model_info {
+  const char* name;
+  const char* summary;
+  uint32_t flags;       /* KVCHECK_MODEL_* */
+  int32_t vocab_size;   /* V >= 1: token ids in [0, V), logits (B, S, V) */
+  int64_t max_tokens;   /* tokens per row since a reset the model takes (its context); >= 1 */
+  /* Logits agree when |a - b| <= tolerance * (1 + max_v |b_v|) per row; 0: 1e-3. */
+  double tolerance;
+} kvcheck_model_info;
+
+typedef struct kvcheck_model kvcheck_model; /* the engine's own object */
+
 /* ---- The engine -------------------------------------------------------------------------- */
 
 typedef struct kvcheck_engine {
@@ -211,6 +263,35 @@ typedef struct kvcheck_engine {
   int32_t (*attend)(int32_t kernel, const kvcheck_tensor* q, const kvcheck_tensor* k,
                     const kvcheck_tensor* v, const kvcheck_attention_params* params,
                     kvcheck_tensor* out, kvcheck_error* err);
+
+  /* ---- Appended in revision 2 of ABI 1: read only when struct_size covers them. ---- */
+
+  /* Steppers (all NULL when num_steppers is 0). */
+  int32_t num_steppers;
+  const kvcheck_stepper_info* steppers;
+  /* A new stepper with window `window` (>= 1 for WINDOWED, else 0). */
+  int32_t (*stepper_create)(int32_t stepper, int64_t window, kvcheck_stepper** out,
+                            kvcheck_error* err);
+  /* One step (see above) into `out`, a contiguous (B, H, S, D) tensor in q's dtype. */
+  int32_t (*stepper_step)(kvcheck_stepper* stepper, const kvcheck_tensor* q,
+                          const kvcheck_tensor* k_new, const kvcheck_tensor* v_new,
+                          kvcheck_tensor* out, kvcheck_error* err);
+  void (*stepper_reset)(kvcheck_stepper* stepper);  /* RESET only; NULL otherwise */
+  void (*stepper_destroy)(kvcheck_stepper* stepper);
+
+  /* Models (all NULL when num_models is 0). */
+  int32_t num_models;
+  const kvcheck_model_info* models;
+  int32_t (*model_create)(int32_t model, kvcheck_model** out, kvcheck_error* err);
+  /* tokens: (batch, seq) row-major ids in [0, V); logits: (batch, seq, V) row-major f32 that
+   * kvcheck allocates. use_cache != 0: the tokens continue each row after every token given
+   * with the cache since the creation or the last reset (B fixed by the first such call);
+   * use_cache == 0: the tokens are a whole sequence from position 0, and the model's cache is
+   * neither read nor changed. */
+  int32_t (*model_forward)(kvcheck_model* model, const int64_t* tokens, int64_t batch,
+                           int64_t seq, int32_t use_cache, float* logits, kvcheck_error* err);
+  void (*model_reset)(kvcheck_model* model);  /* RESET only; NULL otherwise */
+  void (*model_destroy)(kvcheck_model* model);
 } kvcheck_engine;
 
 /* The one symbol an engine library exports. */

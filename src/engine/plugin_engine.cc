@@ -15,8 +15,13 @@ namespace {
 // The table size of ABI version 1: every field up to `attend`.
 constexpr size_t kMinTableSize = offsetof(kvcheck_engine, attend) + sizeof(void*);
 
+// Revision 2 appended the steppers and models: a table that ends before them has none.
+constexpr size_t kRevision2TableSize = offsetof(kvcheck_engine, model_destroy) + sizeof(void*);
+
 constexpr uint32_t kKnownStrategyFlags = (1u << 7) - 1;
 constexpr uint32_t kKnownFeatures = (1u << 8) - 1;
+constexpr uint32_t kKnownStepperFlags = (1u << 3) - 1;
+constexpr uint32_t kKnownModelFlags = (1u << 2) - 1;
 
 // An engine's error as a Status: its code (unknown codes become kInternal, saying so) and
 // message, prefixed by the engine and the operation.
@@ -40,6 +45,10 @@ absl::Status EngineError(const std::string& engine, const char* operation, int32
 }
 
 kvcheck_cache* AsCache(CacheHandle handle) { return reinterpret_cast<kvcheck_cache*>(handle); }
+kvcheck_stepper* AsStepper(SessionHandle handle) {
+  return reinterpret_cast<kvcheck_stepper*>(handle);
+}
+kvcheck_model* AsModel(SessionHandle handle) { return reinterpret_cast<kvcheck_model*>(handle); }
 
 }  // namespace
 
@@ -99,8 +108,12 @@ absl::Status PluginEngine::ReadTable() {
     return bad(absl::StrCat("num_kernels ", table_->num_kernels, " with kernels ",
                             table_->kernels == nullptr ? "NULL" : "set"));
   }
-  if (table_->num_strategies == 0 && table_->num_kernels == 0) {
-    return bad("no strategies and no kernels: nothing to check");
+  const bool revision2 = table_->struct_size >= kRevision2TableSize;
+  const int num_steppers = revision2 ? table_->num_steppers : 0;
+  const int num_models = revision2 ? table_->num_models : 0;
+  if (table_->num_strategies == 0 && table_->num_kernels == 0 && num_steppers == 0 &&
+      num_models == 0) {
+    return bad("no strategies, kernels, steppers or models: nothing to check");
   }
   for (int i = 0; i < table_->num_strategies; ++i) {
     const kvcheck_strategy_info& s = table_->strategies[i];
@@ -148,6 +161,64 @@ absl::Status PluginEngine::ReadTable() {
   }
   if (table_->num_kernels > 0 && table_->attend == nullptr) {
     return bad("kernels are declared but attend is NULL");
+  }
+  if (num_steppers < 0 || (num_steppers > 0 && table_->steppers == nullptr)) {
+    return bad(absl::StrCat("num_steppers ", num_steppers, " with steppers NULL"));
+  }
+  for (int i = 0; i < num_steppers; ++i) {
+    const kvcheck_stepper_info& s = table_->steppers[i];
+    const std::string at = absl::StrCat("steppers[", i, "]");
+    if (s.name == nullptr || s.name[0] == '\0') return bad(at + ".name is empty");
+    if ((s.flags & ~kKnownStepperFlags) != 0) {
+      return bad(absl::StrCat(at, ".flags has unknown bits ", s.flags & ~kKnownStepperFlags));
+    }
+    if ((s.dtypes & 7u) == 0 || (s.dtypes & ~7u) != 0) {
+      return bad(absl::StrCat(at, ".dtypes ", s.dtypes, " (bits 1 << KVCHECK_DTYPE_*)"));
+    }
+    if ((s.flags & KVCHECK_STEPPER_WINDOWED) && s.window < 1) {
+      return bad(at + " is WINDOWED but its window < 1");
+    }
+    if ((s.flags & KVCHECK_STEPPER_RESET) && table_->stepper_reset == nullptr) {
+      return bad(at + " declares RESET but stepper_reset is NULL");
+    }
+    info_.steppers.push_back(
+        {s.name, s.summary != nullptr ? s.summary : "", s.flags, s.dtypes, s.window});
+  }
+  if (num_steppers > 0 && (table_->stepper_create == nullptr || table_->stepper_step == nullptr ||
+                           table_->stepper_destroy == nullptr)) {
+    return bad("steppers are declared but stepper_create, stepper_step or stepper_destroy is "
+               "NULL");
+  }
+  if (num_models < 0 || (num_models > 0 && table_->models == nullptr)) {
+    return bad(absl::StrCat("num_models ", num_models, " with models NULL"));
+  }
+  for (int i = 0; i < num_models; ++i) {
+    const kvcheck_model_info& m = table_->models[i];
+    const std::string at = absl::StrCat("models[", i, "]");
+    if (m.name == nullptr || m.name[0] == '\0') return bad(at + ".name is empty");
+    if ((m.flags & ~kKnownModelFlags) != 0) {
+      return bad(absl::StrCat(at, ".flags has unknown bits ", m.flags & ~kKnownModelFlags));
+    }
+    if (m.vocab_size < 1 || m.max_tokens < 1) {
+      return bad(absl::StrCat(at, ": vocab_size ", m.vocab_size, " and max_tokens ",
+                              m.max_tokens, " must be >= 1"));
+    }
+    if (!(m.tolerance >= 0)) return bad(at + ".tolerance is not a number >= 0");
+    if ((m.flags & KVCHECK_MODEL_RESET) && table_->model_reset == nullptr) {
+      return bad(at + " declares RESET but model_reset is NULL");
+    }
+    ModelInfo model;
+    model.name = m.name;
+    model.summary = m.summary != nullptr ? m.summary : "";
+    model.flags = m.flags;
+    model.vocab_size = m.vocab_size;
+    model.max_tokens = m.max_tokens;
+    if (m.tolerance > 0) model.tolerance = m.tolerance;
+    info_.models.push_back(std::move(model));
+  }
+  if (num_models > 0 && (table_->model_create == nullptr || table_->model_forward == nullptr ||
+                         table_->model_destroy == nullptr)) {
+    return bad("models are declared but model_create, model_forward or model_destroy is NULL");
   }
   return absl::OkStatus();
 }
@@ -265,6 +336,85 @@ absl::StatusOr<Tensor> PluginEngine::Attend(int kernel, const Tensor& q, const T
   const int32_t code = table_->attend(kernel, &qt, &kt, &vt, &p, &ot, &err);
   if (code != KVCHECK_OK) return EngineError(info_.name, "attend", code, err);
   return out;
+}
+
+// ---- Steppers -------------------------------------------------------------------------------
+
+absl::StatusOr<SessionHandle> PluginEngine::CreateStepper(int stepper, int64_t window) {
+  kvcheck_stepper* out = nullptr;
+  kvcheck_error err{};
+  const int32_t code = table_->stepper_create(stepper, window, &out, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "stepper_create", code, err);
+  if (out == nullptr) {
+    return absl::InternalError(absl::StrCat(info_.name, " stepper_create returned OK and NULL"));
+  }
+  return reinterpret_cast<SessionHandle>(out);
+}
+
+absl::StatusOr<Tensor> PluginEngine::Step(SessionHandle stepper, const Tensor& q,
+                                          const Tensor& k_new, const Tensor& v_new) {
+  const kvcheck_tensor qt = Describe(q), kt = Describe(k_new), vt = Describe(v_new);
+  // NaN-filled, as for attend: an element the step never writes shows.
+  KV_ASSIGN_OR_RETURN(Tensor out, Tensor::Filled(q.dtype(), q.shape(), NAN));
+  kvcheck_tensor ot = Describe(out);
+  kvcheck_error err{};
+  const int32_t code = table_->stepper_step(AsStepper(stepper), &qt, &kt, &vt, &ot, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "stepper_step", code, err);
+  return out;
+}
+
+absl::Status PluginEngine::ResetStepper(SessionHandle stepper) {
+  if (table_->stepper_reset == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(info_.name, " has no stepper_reset"));
+  }
+  table_->stepper_reset(AsStepper(stepper));
+  return absl::OkStatus();
+}
+
+void PluginEngine::DestroyStepper(SessionHandle stepper) {
+  table_->stepper_destroy(AsStepper(stepper));
+}
+
+// ---- Models ---------------------------------------------------------------------------------
+
+absl::StatusOr<SessionHandle> PluginEngine::CreateModel(int model) {
+  kvcheck_model* out = nullptr;
+  kvcheck_error err{};
+  const int32_t code = table_->model_create(model, &out, &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "model_create", code, err);
+  if (out == nullptr) {
+    return absl::InternalError(absl::StrCat(info_.name, " model_create returned OK and NULL"));
+  }
+  models_[reinterpret_cast<SessionHandle>(out)] = model;
+  return reinterpret_cast<SessionHandle>(out);
+}
+
+absl::StatusOr<std::vector<float>> PluginEngine::Forward(SessionHandle model,
+                                                         absl::Span<const int64_t> tokens,
+                                                         int64_t batch, int64_t seq,
+                                                         bool use_cache) {
+  const auto it = models_.find(model);
+  if (it == models_.end()) return absl::NotFoundError("Forward: no such model session");
+  const int64_t vocab = info_.models[it->second].vocab_size;
+  std::vector<float> logits(static_cast<size_t>(batch * seq * vocab), NAN);
+  kvcheck_error err{};
+  const int32_t code = table_->model_forward(AsModel(model), tokens.data(), batch, seq,
+                                             use_cache ? 1 : 0, logits.data(), &err);
+  if (code != KVCHECK_OK) return EngineError(info_.name, "model_forward", code, err);
+  return logits;
+}
+
+absl::Status PluginEngine::ResetModel(SessionHandle model) {
+  if (table_->model_reset == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(info_.name, " has no model_reset"));
+  }
+  table_->model_reset(AsModel(model));
+  return absl::OkStatus();
+}
+
+void PluginEngine::DestroyModel(SessionHandle model) {
+  models_.erase(model);
+  table_->model_destroy(AsModel(model));
 }
 
 }  // namespace kvcheck::engine

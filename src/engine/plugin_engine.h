@@ -10,6 +10,7 @@
 #ifndef KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
 #define KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,16 @@ class PluginEngine : public Engine {
   absl::Status Reset(CacheHandle cache) override;
   absl::StatusOr<CacheStats> Stats(CacheHandle cache) override;
   void Destroy(CacheHandle cache) override;
+  absl::StatusOr<SessionHandle> CreateStepper(int stepper, int64_t window) override;
+  absl::StatusOr<Tensor> Step(SessionHandle stepper, const Tensor& q, const Tensor& k_new,
+                              const Tensor& v_new) override;
+  absl::Status ResetStepper(SessionHandle stepper) override;
+  void DestroyStepper(SessionHandle stepper) override;
+  absl::StatusOr<SessionHandle> CreateModel(int model) override;
+  absl::StatusOr<std::vector<float>> Forward(SessionHandle model, absl::Span<const int64_t> tokens,
+                                             int64_t batch, int64_t seq, bool use_cache) override;
+  absl::Status ResetModel(SessionHandle model) override;
+  void DestroyModel(SessionHandle model) override;
   absl::StatusOr<Tensor> Attend(int kernel, const Tensor& q, const Tensor& k, const Tensor& v,
                                 const AttentionParams& params) override;
 
@@ -53,6 +64,8 @@ class PluginEngine : public Engine {
                                      const char* operation);
 
   const kvcheck_engine* table_;
+  // The model each live model session runs (its vocabulary sizes the logits buffer).
+  std::map<SessionHandle, int> models_;
   std::string description_;
   EngineInfo info_;
 };

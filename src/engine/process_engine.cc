@@ -88,8 +88,58 @@ absl::StatusOr<EngineInfo> ParseHello(const json& h) {
     if (kernel.dtypes == 0) return absl::InternalError(at + ".dtypes is empty");
     info.kernels.push_back(std::move(kernel));
   }
-  if (info.strategies.empty() && info.kernels.empty()) {
-    return absl::InternalError("hello: no strategies and no kernels: nothing to check");
+  // Steppers and models are optional lists (an engine of protocol 1 before them has none).
+  for (const char* list : {"steppers", "models"}) {
+    if (h.contains(list) && !h[list].is_array()) {
+      return absl::InternalError(absl::StrCat("hello: \"", list, "\" must be a list"));
+    }
+  }
+  for (size_t i = 0; h.contains("steppers") && i < h["steppers"].size(); ++i) {
+    const json& s = h["steppers"][i];
+    const std::string at = absl::StrCat("hello: steppers[", i, "]");
+    if (!s.is_object()) return absl::InternalError(at + " is not an object");
+    StepperInfo stepper;
+    KV_ASSIGN_OR_RETURN(stepper.name, String(s, "name", at));
+    KV_ASSIGN_OR_RETURN(stepper.summary, String(s, "summary", at, false));
+    KV_ASSIGN_OR_RETURN(stepper.flags, BitsFromNames(s.value("flags", json::array()),
+                                                     WireStepperFlagNames(), at + ".flags"));
+    KV_ASSIGN_OR_RETURN(stepper.dtypes, BitsFromNames(s.value("dtypes", json::array({"f32"})),
+                                                      WireDTypeNames(), at + ".dtypes"));
+    if (s.contains("window")) {
+      KV_ASSIGN_OR_RETURN(stepper.window, Integer(s, "window", at));
+    }
+    if ((stepper.flags & KVCHECK_STEPPER_WINDOWED) && stepper.window < 1) {
+      return absl::InternalError(at + " is windowed but its window is < 1");
+    }
+    if (stepper.dtypes == 0) return absl::InternalError(at + ".dtypes is empty");
+    info.steppers.push_back(std::move(stepper));
+  }
+  for (size_t i = 0; h.contains("models") && i < h["models"].size(); ++i) {
+    const json& m = h["models"][i];
+    const std::string at = absl::StrCat("hello: models[", i, "]");
+    if (!m.is_object()) return absl::InternalError(at + " is not an object");
+    ModelInfo model;
+    KV_ASSIGN_OR_RETURN(model.name, String(m, "name", at));
+    KV_ASSIGN_OR_RETURN(model.summary, String(m, "summary", at, false));
+    KV_ASSIGN_OR_RETURN(model.flags, BitsFromNames(m.value("flags", json::array()),
+                                                   WireModelFlagNames(), at + ".flags"));
+    KV_ASSIGN_OR_RETURN(model.vocab_size, Integer(m, "vocab_size", at));
+    KV_ASSIGN_OR_RETURN(model.max_tokens, Integer(m, "max_tokens", at));
+    if (model.vocab_size < 1 || model.max_tokens < 1) {
+      return absl::InternalError(at + ": vocab_size and max_tokens must be >= 1");
+    }
+    if (m.contains("tolerance")) {
+      if (!m["tolerance"].is_number() || !(m["tolerance"].get<double>() >= 0)) {
+        return absl::InternalError(at + ".tolerance is not a number >= 0");
+      }
+      if (m["tolerance"].get<double>() > 0) model.tolerance = m["tolerance"].get<double>();
+    }
+    info.models.push_back(std::move(model));
+  }
+  if (info.strategies.empty() && info.kernels.empty() && info.steppers.empty() &&
+      info.models.empty()) {
+    return absl::InternalError(
+        "hello: no strategies, kernels, steppers or models: nothing to check");
   }
   return info;
 }
@@ -146,7 +196,9 @@ absl::Status ProcessEngine::Launch() {
   if (restarts_ > 0 || !info_.name.empty()) {
     // A restarted engine must describe itself as before: the properties hold its indices.
     if (info->name != info_.name || info->strategies.size() != info_.strategies.size() ||
-        info->kernels.size() != info_.kernels.size()) {
+        info->kernels.size() != info_.kernels.size() ||
+        info->steppers.size() != info_.steppers.size() ||
+        info->models.size() != info_.models.size()) {
       broken_ = absl::InternalError(absl::StrCat(description(),
                                                  ": after a restart, hello described another "
                                                  "engine"));
@@ -338,6 +390,84 @@ absl::StatusOr<Tensor> ProcessEngine::Attend(int kernel, const Tensor& q, const 
                                         info_.name + " attend reply");
   if (!out.ok()) return TransportError(out.status(), "attend");
   return out;
+}
+
+// ---- Steppers -------------------------------------------------------------------------------
+
+absl::StatusOr<SessionHandle> ProcessEngine::CreateStepper(int stepper, int64_t window) {
+  KV_ASSIGN_OR_RETURN(WireMessage reply,
+                      Call({{{"op", "stepper_create"},
+                             {"stepper", info_.steppers[stepper].name},
+                             {"window", window}},
+                            {}},
+                           "stepper_create"));
+  absl::StatusOr<int64_t> id =
+      Integer(reply.header, "stepper", info_.name + " stepper_create reply");
+  if (!id.ok()) return TransportError(id.status(), "stepper_create");
+  return static_cast<SessionHandle>(*id);
+}
+
+absl::StatusOr<Tensor> ProcessEngine::Step(SessionHandle stepper, const Tensor& q,
+                                           const Tensor& k_new, const Tensor& v_new) {
+  KV_ASSIGN_OR_RETURN(
+      WireMessage reply,
+      Call({{{"op", "step"}, {"stepper", static_cast<int64_t>(stepper)}},
+            {ToWire("q", q, true), ToWire("k", k_new, true), ToWire("v", v_new, true)}},
+           "step"));
+  absl::StatusOr<Tensor> out =
+      FromWire(reply, "out", q.dtype(), {q.dim(0), q.dim(1), q.dim(2), q.dim(3)},
+               info_.name + " step reply");
+  if (!out.ok()) return TransportError(out.status(), "step");
+  return out;
+}
+
+absl::Status ProcessEngine::ResetStepper(SessionHandle stepper) {
+  return Call({{{"op", "stepper_reset"}, {"stepper", static_cast<int64_t>(stepper)}}, {}},
+              "stepper_reset")
+      .status();
+}
+
+void ProcessEngine::DestroyStepper(SessionHandle stepper) {
+  (void)Call({{{"op", "stepper_destroy"}, {"stepper", static_cast<int64_t>(stepper)}}, {}},
+             "stepper_destroy");
+}
+
+// ---- Models ---------------------------------------------------------------------------------
+
+absl::StatusOr<SessionHandle> ProcessEngine::CreateModel(int model) {
+  KV_ASSIGN_OR_RETURN(
+      WireMessage reply,
+      Call({{{"op", "model_create"}, {"model", info_.models[model].name}}, {}}, "model_create"));
+  absl::StatusOr<int64_t> id = Integer(reply.header, "model", info_.name + " model_create reply");
+  if (!id.ok()) return TransportError(id.status(), "model_create");
+  return static_cast<SessionHandle>(*id);
+}
+
+absl::StatusOr<std::vector<float>> ProcessEngine::Forward(SessionHandle model,
+                                                          absl::Span<const int64_t> tokens,
+                                                          int64_t batch, int64_t seq,
+                                                          bool use_cache) {
+  // Which model the session runs is the engine's business; its vocabulary is in the reply's
+  // shape (checked against the declaration by the caller through the size).
+  KV_ASSIGN_OR_RETURN(
+      WireMessage reply,
+      Call({{{"op", "forward"}, {"model", static_cast<int64_t>(model)}, {"use_cache", use_cache}},
+            {ToWire("tokens", std::vector<int64_t>(tokens.begin(), tokens.end()), {batch, seq})}},
+           "forward"));
+  absl::StatusOr<Tensor> logits =
+      FromWire(reply, "logits", DType::kF32, {batch, seq, -1}, info_.name + " forward reply");
+  if (!logits.ok()) return TransportError(logits.status(), "forward");
+  return logits->ToFloats();
+}
+
+absl::Status ProcessEngine::ResetModel(SessionHandle model) {
+  return Call({{{"op", "model_reset"}, {"model", static_cast<int64_t>(model)}}, {}}, "model_reset")
+      .status();
+}
+
+void ProcessEngine::DestroyModel(SessionHandle model) {
+  (void)Call({{{"op", "model_destroy"}, {"model", static_cast<int64_t>(model)}}, {}},
+             "model_destroy");
 }
 
 }  // namespace kvcheck::engine

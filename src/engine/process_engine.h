@@ -55,6 +55,17 @@ class ProcessEngine : public Engine {
   absl::StatusOr<Tensor> Attend(int kernel, const Tensor& q, const Tensor& k, const Tensor& v,
                                 const AttentionParams& params) override;
 
+  absl::StatusOr<SessionHandle> CreateStepper(int stepper, int64_t window) override;
+  absl::StatusOr<Tensor> Step(SessionHandle stepper, const Tensor& q, const Tensor& k_new,
+                              const Tensor& v_new) override;
+  absl::Status ResetStepper(SessionHandle stepper) override;
+  void DestroyStepper(SessionHandle stepper) override;
+  absl::StatusOr<SessionHandle> CreateModel(int model) override;
+  absl::StatusOr<std::vector<float>> Forward(SessionHandle model, absl::Span<const int64_t> tokens,
+                                             int64_t batch, int64_t seq, bool use_cache) override;
+  absl::Status ResetModel(SessionHandle model) override;
+  void DestroyModel(SessionHandle model) override;
+
   // Restarts the engine when `always`, when it has exited, or after `end` says a case died
   // mid-call. Errors: those of Start (the engine is then left stopped, and every call fails).
   absl::Status RestartIfNeeded(bool always, bool case_crashed);

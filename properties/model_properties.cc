@@ -1,0 +1,301 @@
+// The model-level generation laws (model_properties.h).
+#include "properties/model_properties.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "properties/case_isolation.h"
+#include "properties/generators.h"
+#include "rapidcheck.h"
+#include "src/engine/engine.h"
+#include "src/engine/kvcheck_engine.h"
+
+namespace kvcheck::properties {
+namespace {
+
+// B rows of T token ids, and the chunk lengths they are fed in (summing to T).
+struct TokenRun {
+  int64_t batch = 1;
+  int64_t length = 0;
+  std::vector<int64_t> tokens;  // (batch, length) row-major
+  std::vector<int64_t> chunks;
+};
+
+void showValue(const TokenRun& run, std::ostream& os) {
+  os << "B=" << run.batch << ", T=" << run.length << ", chunks [" << absl::StrJoin(run.chunks, ", ")
+     << "], tokens";
+  for (int64_t b = 0; b < run.batch; ++b) {
+    os << " [" << absl::StrJoin(run.tokens.begin() + b * run.length,
+                                run.tokens.begin() + (b + 1) * run.length, ",")
+       << "]";
+  }
+}
+
+struct TwoRuns {
+  TokenRun first, second;
+};
+
+void showValue(const TwoRuns& runs, std::ostream& os) {
+  os << "before the reset: ";
+  showValue(runs.first, os);
+  os << "; after it: ";
+  showValue(runs.second, os);
+}
+
+// Chunk lengths summing to `length`: decode-size steps mostly, and chunks of the lengths
+// where windows and tiles break (and the whole rest).
+std::vector<int64_t> GenChunks(int64_t length) {
+  std::vector<int64_t> chunks;
+  for (int64_t done = 0; done < length;) {
+    const int64_t left = length - done;
+    int64_t chunk = 1;
+    if (*Uniform(0, 3) == 2) {
+      chunk = *rc::gen::elementOf(std::vector<int64_t>{2, 3, 4, 5, 7, 8, 9, 16, 17, 33, left});
+    }
+    chunk = std::min(chunk, left);
+    chunks.push_back(chunk);
+    done += chunk;
+  }
+  return chunks;
+}
+
+rc::Gen<TokenRun> GenTokenRun(const engine::ModelInfo& info, int64_t max_length) {
+  return rc::gen::exec([&info, max_length] {
+    TokenRun run;
+    run.batch = (info.flags & KVCHECK_MODEL_BATCH) ? *Uniform<int64_t>(1, 4) : 1;
+    const int64_t longest = std::min<int64_t>(info.max_tokens, max_length);
+    run.length = *Uniform<int64_t>(1, longest + 1);
+    for (int64_t i = 0; i < run.batch * run.length; ++i) {
+      run.tokens.push_back(*Uniform<int64_t>(0, info.vocab_size));
+    }
+    run.chunks = GenChunks(run.length);
+    return run;
+  });
+}
+
+// A model session of a case; destroyed when the case ends however it ends.
+class ModelSession {
+ public:
+  ModelSession(engine::Engine& engine, int index) : engine_(engine) {
+    absl::StatusOr<engine::SessionHandle> made = engine.CreateModel(index);
+    if (!made.ok()) RC_FAIL(absl::StrCat("model_create: ", made.status().ToString()));
+    handle_ = *made;
+  }
+  ~ModelSession() { engine_.DestroyModel(handle_); }
+
+  // The logits of `seq` tokens of every row starting at `start` of `run`.
+  std::vector<float> Forward(const TokenRun& run, int64_t start, int64_t seq, bool use_cache,
+                             int64_t vocab, const std::string& what) {
+    std::vector<int64_t> ids;
+    for (int64_t b = 0; b < run.batch; ++b) {
+      const auto row = run.tokens.begin() + b * run.length + start;
+      ids.insert(ids.end(), row, row + seq);
+    }
+    absl::StatusOr<std::vector<float>> logits =
+        engine_.Forward(handle_, ids, run.batch, seq, use_cache);
+    if (!logits.ok()) RC_FAIL(absl::StrCat(what, ": forward failed: ", logits.status().ToString()));
+    if (static_cast<int64_t>(logits->size()) != run.batch * seq * vocab) {
+      RC_FAIL(absl::StrCat(what, ": forward returned ", logits->size(), " logits, expected (B ",
+                           run.batch, ", S ", seq, ", V ", vocab, ")"));
+    }
+    for (size_t e = 0; e < logits->size(); ++e) {
+      if (!std::isfinite((*logits)[e])) {
+        const int64_t v = static_cast<int64_t>(e) % vocab, r = static_cast<int64_t>(e) / vocab;
+        RC_FAIL(absl::StrCat(what, ": logit ", v, " of row ", r / seq, " at position ",
+                             start + r % seq, " is ", (*logits)[e]));
+      }
+    }
+    return *std::move(logits);
+  }
+
+  void Reset() {
+    const absl::Status reset = engine_.ResetModel(handle_);
+    if (!reset.ok()) RC_FAIL(absl::StrCat("model_reset: ", reset.ToString()));
+  }
+
+ private:
+  engine::Engine& engine_;
+  engine::SessionHandle handle_ = 0;
+};
+
+// Compares `got` (B, seq, V) with rows [start, start + seq) of `want` (B, want_len, V).
+void ExpectAgree(const std::vector<float>& got, int64_t start, int64_t seq,
+                 const std::vector<float>& want, int64_t want_len, int64_t batch, int64_t vocab,
+                 double tolerance, const std::string& got_name, const std::string& want_name,
+                 const std::string& what) {
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t s = 0; s < seq; ++s) {
+      const float* g = got.data() + (b * seq + s) * vocab;
+      const float* w = want.data() + (b * want_len + start + s) * vocab;
+      double scale = 0;
+      for (int64_t v = 0; v < vocab; ++v) scale = std::max(scale, std::fabs(double{w[v]}));
+      const double allowed = tolerance * (1 + scale);
+      for (int64_t v = 0; v < vocab; ++v) {
+        const double diff = std::fabs(double{g[v]} - double{w[v]});
+        if (diff > allowed) {
+          RC_FAIL(absl::StrFormat(
+              "%s, batch row %d, position %d: logit %d is %.9g %s but %.9g %s "
+              "(|difference| %.3g > %.3g = tolerance %g x (1 + max |logit| %.4g))",
+              what, b, start + s, v, g[v], got_name, w[v], want_name, diff, allowed, tolerance,
+              scale));
+        }
+      }
+    }
+  }
+}
+
+// Feeds `run` through `session`'s cache chunk by chunk; the logits of every chunk, in order
+// (each (B, chunk, V)), are handed to `each(start, seq, logits, chunk index)`.
+void FeedChunks(ModelSession& session, const TokenRun& run, int64_t vocab,
+                const std::string& what,
+                const std::function<void(int64_t, int64_t, const std::vector<float>&, size_t)>&
+                    each) {
+  int64_t start = 0;
+  for (size_t c = 0; c < run.chunks.size(); ++c) {
+    const std::string at = absl::StrCat(what, " chunk ", c + 1, " of ", run.chunks.size(),
+                                        " (positions [", start, ", ", start + run.chunks[c], "))");
+    NoteStep(at);
+    const std::vector<float> logits = session.Forward(run, start, run.chunks[c], true, vocab, at);
+    each(start, run.chunks[c], logits, c);
+    start += run.chunks[c];
+  }
+}
+
+void CachedEqualsRecomputation(engine::Engine& engine, int index, const TokenRun& run) {
+  const engine::ModelInfo& info = engine.info().models[index];
+  const int64_t V = info.vocab_size;
+  ModelSession session(engine, index);
+  NoteStep("the recomputation without the cache");
+  const std::vector<float> full =
+      session.Forward(run, 0, run.length, false, V, "the recomputation without the cache");
+  FeedChunks(session, run, V, "cached",
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
+               ExpectAgree(logits, start, seq, full, run.length, run.batch, V, info.tolerance,
+                           "with the cache", "recomputed without it",
+                           absl::StrCat("chunk ", c + 1, " of ", run.chunks.size()));
+             });
+  // The recomputation is causal: a prefix's recomputation is the whole one's first rows.
+  const int64_t prefix = run.chunks[0];
+  if (prefix < run.length) {
+    NoteStep("the recomputation of a prefix");
+    const std::vector<float> part =
+        session.Forward(run, 0, prefix, false, V, "the recomputation of a prefix");
+    ExpectAgree(part, 0, prefix, full, run.length, run.batch, V, info.tolerance,
+                absl::StrCat("recomputing the first ", prefix, " tokens"),
+                "recomputing all of them", "the recomputation without the cache");
+  }
+  RC_CLASSIFY(run.chunks.size() > 1, "several chunks");
+}
+
+void ChunkedPrefill(engine::Engine& engine, int index, const TokenRun& run, int64_t prompt) {
+  const engine::ModelInfo& info = engine.info().models[index];
+  const int64_t V = info.vocab_size;
+  // One-chunk prompt, then decode, in a second session.
+  TokenRun one = run;
+  one.chunks = {prompt};
+  for (int64_t t = prompt; t < run.length; ++t) one.chunks.push_back(1);
+  TokenRun cut = run;  // the generated cut points, only within the prompt; decode after it
+  cut.chunks.clear();
+  int64_t done = 0;
+  for (int64_t chunk : run.chunks) {
+    if (done >= prompt) break;
+    cut.chunks.push_back(std::min(chunk, prompt - done));
+    done += cut.chunks.back();
+  }
+  for (int64_t t = prompt; t < run.length; ++t) cut.chunks.push_back(1);
+  std::vector<float> whole(run.batch * run.length * V);
+  {
+    ModelSession session(engine, index);
+    FeedChunks(session, one, V, "one-chunk prompt",
+               [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t) {
+                 for (int64_t b = 0; b < run.batch; ++b) {
+                   std::copy(logits.begin() + b * seq * V, logits.begin() + (b + 1) * seq * V,
+                             whole.begin() + (b * run.length + start) * V);
+                 }
+               });
+  }
+  ModelSession session(engine, index);
+  FeedChunks(session, cut, V, "chunked prompt",
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
+               ExpectAgree(logits, start, seq, whole, run.length, run.batch, V, info.tolerance,
+                           "with the prompt in chunks", "with the prompt in one chunk",
+                           absl::StrCat("chunk ", c + 1, " of ", cut.chunks.size()));
+             });
+  RC_CLASSIFY(cut.chunks.size() > one.chunks.size(), "prompt cut");
+}
+
+void ResetEqualsFresh(engine::Engine& engine, int index, const TwoRuns& runs) {
+  const engine::ModelInfo& info = engine.info().models[index];
+  const int64_t V = info.vocab_size;
+  const TokenRun& second = runs.second;
+  std::vector<float> fresh(second.batch * second.length * V);
+  {
+    ModelSession session(engine, index);
+    FeedChunks(session, second, V, "fresh model",
+               [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t) {
+                 for (int64_t b = 0; b < second.batch; ++b) {
+                   std::copy(logits.begin() + b * seq * V, logits.begin() + (b + 1) * seq * V,
+                             fresh.begin() + (b * second.length + start) * V);
+                 }
+               });
+  }
+  ModelSession session(engine, index);
+  FeedChunks(session, runs.first, V, "before the reset",
+             [](int64_t, int64_t, const std::vector<float>&, size_t) {});
+  NoteStep("reset");
+  session.Reset();
+  FeedChunks(session, second, V, "after the reset",
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
+               ExpectAgree(logits, start, seq, fresh, second.length, second.batch, V,
+                           info.tolerance, "after a reset", "from a fresh model",
+                           absl::StrCat("after the reset, chunk ", c + 1, " of ",
+                                        second.chunks.size()));
+             });
+  RC_CLASSIFY(runs.first.batch != second.batch, "batch size changed");
+}
+
+// Sequences stay this short: a model behind a pipe answers in milliseconds, and cache bugs
+// show within a few windows.
+constexpr int64_t kMaxLength = 48;
+
+}  // namespace
+
+std::vector<PropertySpec> ModelProperties(const Subject& subject) {
+  std::vector<PropertySpec> specs;
+  if (subject.engine == nullptr) return specs;
+  engine::Engine* engine = subject.engine.get();
+  const std::vector<engine::ModelInfo>& models = engine->info().models;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const engine::ModelInfo* info = &models[i];
+    const int index = static_cast<int>(i);
+    const std::string prefix = absl::StrCat("model/", info->name, "/");
+    specs.push_back(PropertySpec{prefix + "cached_equals_recomputation", 60, [engine, info, index] {
+                                   const TokenRun run = *GenTokenRun(*info, kMaxLength);
+                                   RunIsolated([&] { CachedEqualsRecomputation(*engine, index, run); });
+                                 }});
+    specs.push_back(PropertySpec{prefix + "chunked_prefill", 40, [engine, info, index] {
+                                   const TokenRun run = *GenTokenRun(*info, kMaxLength);
+                                   const int64_t prompt = *Uniform<int64_t>(1, run.length + 1);
+                                   RunIsolated([&] { ChunkedPrefill(*engine, index, run, prompt); });
+                                 }});
+    if (info->flags & KVCHECK_MODEL_RESET) {
+      specs.push_back(PropertySpec{prefix + "reset_equals_fresh", 40, [engine, info, index] {
+                                     const TwoRuns runs = *rc::gen::exec([info] {
+                                       return TwoRuns{*GenTokenRun(*info, kMaxLength),
+                                                      *GenTokenRun(*info, kMaxLength)};
+                                     });
+                                     RunIsolated([&] { ResetEqualsFresh(*engine, index, runs); });
+                                   }});
+    }
+  }
+  return specs;
+}
+
+}  // namespace kvcheck::properties

@@ -1,0 +1,34 @@
+// File: model_properties.h
+// The generation laws for an external engine's models (token ids in, logits out; src/engine/
+// kvcheck_engine.h), with the model as the oracle of itself (seed 004's hardest check, for any
+// engine):
+//   - model/<model>/cached_equals_recomputation: a sequence fed through the model's cache in
+//     chunks (decode-size steps mostly, chunks of every length up to the whole sequence) gives
+//     the logits of one recomputation without the cache, row by row; and the recomputation is
+//     causal (a prefix's recomputation agrees with the whole one's first rows);
+//   - model/<model>/chunked_prefill: a prompt cut at any points, then decoded token by token,
+//     gives the logits of the same prompt in one chunk, then the same decode;
+//   - model/<model>/reset_equals_fresh (models that declare reset): a generation after a reset
+//     (with another batch size when the model takes batches) gives the logits of a fresh
+//     model.
+// Logits agree when |a - b| <= tolerance * (1 + max_v |b_v|) in every row, the tolerance the
+// model declares (default 1e-3: chunking changes the order of f32 sums, a cache bug changes
+// logits by their own size); they must be finite. A failure names the chunk, the batch row,
+// the position and the vocabulary entry, with both values.
+#ifndef KVCHECK_PROPERTIES_MODEL_PROPERTIES_H_
+#define KVCHECK_PROPERTIES_MODEL_PROPERTIES_H_
+
+#include <vector>
+
+#include "properties/property_runner.h"
+#include "properties/subject.h"
+
+namespace kvcheck::properties {
+
+// The laws above for every model of subject.engine (none for the built-in engine, whose
+// decoders have the generation properties). REQUIRES: `subject` outlives the properties.
+std::vector<PropertySpec> ModelProperties(const Subject& subject);
+
+}  // namespace kvcheck::properties
+
+#endif  // KVCHECK_PROPERTIES_MODEL_PROPERTIES_H_
