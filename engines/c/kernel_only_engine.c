@@ -49,8 +49,12 @@ static const kvcheck_kernel_info kernels[] = {
     {"c_online", "online softmax in f32", KVCHECK_FEATURE_CAUSAL | KVCHECK_FEATURE_GQA,
      1u << KVCHECK_DTYPE_F32}};
 
-static const kvcheck_engine engine = {KVCHECK_ENGINE_ABI_VERSION, sizeof(kvcheck_engine),
-                                      "kernel-only-c", 0, NULL, 1, kernels,
-                                      NULL, NULL, NULL, NULL, NULL, NULL, NULL, attend};
+/* Designated initializers: fields the engine leaves out are 0 / NULL. */
+static const kvcheck_engine engine = {.abi_version = KVCHECK_ENGINE_ABI_VERSION,
+                                      .struct_size = sizeof(kvcheck_engine),
+                                      .name = "kernel-only-c",
+                                      .num_kernels = 1,
+                                      .kernels = kernels,
+                                      .attend = attend};
 
 const kvcheck_engine* kvcheck_engine_v1(void) { return &engine; }

@@ -276,21 +276,21 @@ static const kvcheck_kernel_info kKernels[] = {
 };
 
 static const kvcheck_engine kEngine = {
-    KVCHECK_ENGINE_ABI_VERSION,
-    sizeof(kvcheck_engine),
-    "minimal-c",
-    1,
-    kStrategies,
-    1,
-    kKernels,
-    cache_create,
-    cache_append,
-    cache_view,
-    cache_fork,
-    cache_reset,
-    cache_stats,
-    cache_destroy,
-    attend,
+    .abi_version = KVCHECK_ENGINE_ABI_VERSION,
+    .struct_size = sizeof(kvcheck_engine),
+    .name = "minimal-c",
+    .num_strategies = 1,
+    .strategies = kStrategies,
+    .num_kernels = 1,
+    .kernels = kKernels,
+    .cache_create = cache_create,
+    .cache_append = cache_append,
+    .cache_view = cache_view,
+    .cache_fork = cache_fork,
+    .cache_reset = cache_reset,
+    .cache_stats = cache_stats,
+    .cache_destroy = cache_destroy,
+    .attend = attend,
 };
 
 const kvcheck_engine* kvcheck_engine_v1(void) { return &kEngine; }

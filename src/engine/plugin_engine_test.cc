@@ -1,5 +1,7 @@
 #include "src/engine/plugin_engine.h"
 
+#include <cstddef>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -70,6 +72,37 @@ TEST(PluginEngineTest, MalformedTablesAreRejectedNamingTheField) {
   EXPECT_THAT(LoadError(t), HasSubstr("nothing to check"));
   EXPECT_THAT(std::string(PluginEngine::FromTable(nullptr, "t").status().message()),
               HasSubstr("returned NULL"));
+}
+
+const kvcheck_stepper_info kWindowStepper = {"st", "", KVCHECK_STEPPER_WINDOWED, 1u, 0};
+const kvcheck_model_info kModel = {"m", "", KVCHECK_MODEL_RESET, 10, 8, 0};
+
+TEST(PluginEngineTest, StepperAndModelDeclarationsAreChecked) {
+  kvcheck_engine t = KernelOnly();
+  t.num_steppers = 1;
+  t.steppers = &kWindowStepper;
+  EXPECT_THAT(LoadError(t), HasSubstr("steppers[0] is WINDOWED but its window < 1"));
+  t = KernelOnly();
+  t.num_models = 1;
+  t.models = &kModel;
+  EXPECT_THAT(LoadError(t), HasSubstr("models[0] declares RESET but model_reset is NULL"));
+  t = KernelOnly();
+  t.num_models = 1;
+  t.models = nullptr;
+  EXPECT_THAT(LoadError(t), HasSubstr("num_models 1 with models NULL"));
+}
+
+TEST(PluginEngineTest, ATableOfTheFirstRevisionHasNoSteppersOrModels) {
+  // An engine built before the steppers and models were appended: whatever lies past its
+  // struct_size is never read.
+  kvcheck_engine t = KernelOnly();
+  t.struct_size = offsetof(kvcheck_engine, num_steppers);
+  t.num_steppers = 1;  // garbage past the table's end
+  t.steppers = nullptr;
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_TRUE((*engine)->info().steppers.empty());
+  EXPECT_TRUE((*engine)->info().models.empty());
 }
 
 TEST(PluginEngineTest, LoadNamesAMissingLibraryOrEntryPoint) {
