@@ -82,11 +82,15 @@ absl::StatusOr<std::pair<DType, Layout>> ForeignLayout(const kvcheck_tensor& for
 
 }  // namespace
 
-absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
-                                   absl::Span<const int64_t> expected_shape,
-                                   const std::string& what) {
+namespace {
+
+// The layout of a descriptor an engine returned, checked against the dtype and shape the
+// contract requires.
+absl::StatusOr<Layout> ReturnedLayout(const kvcheck_tensor& foreign, DType dtype,
+                                      absl::Span<const int64_t> expected_shape,
+                                      const std::string& what) {
   KV_ASSIGN_OR_RETURN(auto checked, ForeignLayout(foreign, what, absl::StatusCode::kInternal));
-  const auto& [got, layout] = checked;
+  auto& [got, layout] = checked;
   if (got != dtype) {
     return absl::InternalError(absl::StrCat(what, ": dtype ", DTypeName(got), ", expected ",
                                             DTypeName(dtype)));
@@ -102,11 +106,29 @@ absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
           "] (dimension ", d, ")"));
     }
   }
-  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(dtype, shape));
+  return std::move(layout);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
+                                   absl::Span<const int64_t> expected_shape,
+                                   const std::string& what) {
+  KV_ASSIGN_OR_RETURN(const Layout layout, ReturnedLayout(foreign, dtype, expected_shape, what));
+  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(dtype, absl::Span<const int64_t>(foreign.shape, 4)));
   if (layout.num_elements() == 0) return copy;
   CopyStridedBytes(static_cast<const std::byte*>(foreign.data), layout, copy.storage()->bytes(),
                    copy.layout(), DTypeSize(dtype));
   return copy;
+}
+
+absl::StatusOr<Tensor> BorrowReturned(const kvcheck_tensor& foreign, DType dtype,
+                                      absl::Span<const int64_t> expected_shape,
+                                      const std::string& what) {
+  KV_ASSIGN_OR_RETURN(Layout layout, ReturnedLayout(foreign, dtype, expected_shape, what));
+  const int64_t extent = layout.required_storage();
+  return Tensor::View(Storage::Borrow(dtype, static_cast<std::byte*>(foreign.data), extent),
+                      std::move(layout));
 }
 
 absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what) {

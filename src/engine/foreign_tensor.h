@@ -36,6 +36,13 @@ absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
 // Errors (kInvalidArgument, naming `what`): as CopyForeign.
 absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what);
 
+// CopyForeign's checks, and a tensor over the engine's memory instead of a copy: valid only
+// until that memory is reused (the engine's next call on the object that returned it), unless
+// its storage is detached first (Storage::Detach). Errors: as CopyForeign.
+absl::StatusOr<Tensor> BorrowReturned(const kvcheck_tensor& foreign, DType dtype,
+                                      absl::Span<const int64_t> expected_shape,
+                                      const std::string& what);
+
 // A tensor over the memory `foreign` describes, without a copy: valid only while that memory
 // is (an engine's input, for the duration of the call). Errors: as ViewOfForeignCopy.
 absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::string& what);

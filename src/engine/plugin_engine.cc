@@ -235,25 +235,49 @@ absl::StatusOr<CacheHandle> PluginEngine::CreateCache(int strategy, const CacheC
   return reinterpret_cast<CacheHandle>(cache);
 }
 
-absl::StatusOr<CacheView> PluginEngine::CopyView(const kvcheck_view& view, const KvShape& shape,
-                                                 const char* operation) {
-  const std::string what = absl::StrCat(info_.name, " ", operation, " returned ");
+absl::StatusOr<CacheView> PluginEngine::LendView(CacheHandle cache, const kvcheck_view& view,
+                                                 const KvShape& shape, const char* operation) {
+  // The names for errors, made once per operation (this runs on every append).
+  const bool append = std::strcmp(operation, "cache_append") == 0;
+  std::string& what_k = append ? what_append_k_ : what_view_k_;
+  std::string& what_v = append ? what_append_v_ : what_view_v_;
+  if (what_k.empty()) {
+    what_k = absl::StrCat(info_.name, " ", operation, " returned k");
+    what_v = absl::StrCat(info_.name, " ", operation, " returned v");
+  }
   CacheView out;
-  KV_ASSIGN_OR_RETURN(out.k, CopyForeign(view.k, shape.dtype,
-                                         {shape.batch, shape.num_kv_heads, -1, shape.head_dim},
-                                         what + "k"));
+  KV_ASSIGN_OR_RETURN(out.k, BorrowReturned(view.k, shape.dtype,
+                                            {shape.batch, shape.num_kv_heads, -1, shape.head_dim},
+                                            what_k));
   const int64_t length = out.k.dim(2);
-  KV_ASSIGN_OR_RETURN(out.v, CopyForeign(view.v, shape.dtype,
-                                         {shape.batch, shape.num_kv_heads, length, shape.head_dim},
-                                         what + "v"));
+  KV_ASSIGN_OR_RETURN(out.v, BorrowReturned(view.v, shape.dtype,
+                                            {shape.batch, shape.num_kv_heads, length, shape.head_dim},
+                                            what_v));
   if (view.positions != nullptr) {
     out.positions.assign(view.positions, view.positions + shape.batch * length);
   }
+  std::vector<std::weak_ptr<Storage>>& lent = lent_[cache];
+  lent.push_back(out.k.storage());
+  lent.push_back(out.v.storage());
   return out;
+}
+
+absl::Status PluginEngine::Reclaim(CacheHandle cache) {
+  const auto it = lent_.find(cache);
+  if (it == lent_.end()) return absl::OkStatus();
+  for (const std::weak_ptr<Storage>& weak : it->second) {
+    // Only views someone still holds are copied; the rest were never copied at all.
+    if (const std::shared_ptr<Storage> storage = weak.lock()) {
+      KV_RETURN_IF_ERROR(storage->Detach());
+    }
+  }
+  it->second.clear();  // keeps its capacity: the next view of this cache allocates nothing
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CacheView> PluginEngine::Append(CacheHandle cache, const Tensor& k, const Tensor& v,
                                                absl::Span<const bool> active) {
+  KV_RETURN_IF_ERROR(Reclaim(cache));
   const kvcheck_tensor kt = Describe(k), vt = Describe(v);
   std::vector<uint8_t> flags(active.begin(), active.end());
   kvcheck_view view{};
@@ -261,21 +285,23 @@ absl::StatusOr<CacheView> PluginEngine::Append(CacheHandle cache, const Tensor& 
   const int32_t code = table_->cache_append(AsCache(cache), &kt, &vt,
                                             active.empty() ? nullptr : flags.data(), &view, &err);
   if (code != KVCHECK_OK) return EngineError(info_.name, "cache_append", code, err);
-  return CopyView(view, {k.dim(0), k.dim(1), k.dim(3), k.dtype()}, "cache_append");
+  return LendView(cache, view, {k.dim(0), k.dim(1), k.dim(3), k.dtype()}, "cache_append");
 }
 
 absl::StatusOr<CacheView> PluginEngine::View(CacheHandle cache, const KvShape& shape) {
+  KV_RETURN_IF_ERROR(Reclaim(cache));
   kvcheck_view view{};
   kvcheck_error err{};
   const int32_t code = table_->cache_view(AsCache(cache), &view, &err);
   if (code != KVCHECK_OK) return EngineError(info_.name, "cache_view", code, err);
-  return CopyView(view, shape, "cache_view");
+  return LendView(cache, view, shape, "cache_view");
 }
 
 absl::StatusOr<CacheHandle> PluginEngine::Fork(CacheHandle cache) {
   if (table_->cache_fork == nullptr) {
     return absl::UnimplementedError(absl::StrCat(info_.name, " has no cache_fork"));
   }
+  KV_RETURN_IF_ERROR(Reclaim(cache));
   kvcheck_cache* fork = nullptr;
   kvcheck_error err{};
   const int32_t code = table_->cache_fork(AsCache(cache), &fork, &err);
@@ -290,6 +316,7 @@ absl::Status PluginEngine::Reset(CacheHandle cache) {
   if (table_->cache_reset == nullptr) {
     return absl::UnimplementedError(absl::StrCat(info_.name, " has no cache_reset"));
   }
+  KV_RETURN_IF_ERROR(Reclaim(cache));
   table_->cache_reset(AsCache(cache));
   return absl::OkStatus();
 }
@@ -298,6 +325,7 @@ absl::StatusOr<CacheStats> PluginEngine::Stats(CacheHandle cache) {
   if (table_->cache_stats == nullptr) {
     return absl::UnimplementedError(absl::StrCat(info_.name, " has no cache_stats"));
   }
+  KV_RETURN_IF_ERROR(Reclaim(cache));
   kvcheck_cache_stats s{};
   table_->cache_stats(AsCache(cache), &s);
   CacheStats stats;
@@ -309,7 +337,13 @@ absl::StatusOr<CacheStats> PluginEngine::Stats(CacheHandle cache) {
   return stats;
 }
 
-void PluginEngine::Destroy(CacheHandle cache) { table_->cache_destroy(AsCache(cache)); }
+void PluginEngine::Destroy(CacheHandle cache) {
+  // A view still held after its cache is gone keeps its values, or (out of memory for the
+  // copy) would dangle: then the cache is leaked rather than freed under it.
+  if (!Reclaim(cache).ok()) return;
+  lent_.erase(cache);
+  table_->cache_destroy(AsCache(cache));
+}
 
 absl::StatusOr<Tensor> PluginEngine::Attend(int kernel, const Tensor& q, const Tensor& k,
                                             const Tensor& v, const AttentionParams& params) {

@@ -4,8 +4,9 @@
 //
 // Load checks the table before anything is called: ABI version, table size, names, indices,
 // and that every function a declared flag needs is present. Every call then converts
-// kvcheck's tensors to descriptors without copying, and copies what the engine returns after
-// checking its descriptors (foreign_tensor.h). A crash inside the library is a crash of this
+// kvcheck's tensors to descriptors without copying, and checks the descriptors the engine
+// returns (foreign_tensor.h); cache views stay in the engine's memory until its next call
+// on that cache (LendView below), attention and step outputs are written into kvcheck's. A crash inside the library is a crash of this
 // process: kvcheck's default fork isolation turns it into a failing case.
 #ifndef KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
 #define KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/engine/engine.h"
@@ -59,13 +61,21 @@ class PluginEngine : public Engine {
   PluginEngine(const kvcheck_engine* table, std::string description)
       : table_(table), description_(std::move(description)) {}
   absl::Status ReadTable();
-  // The view an engine returned for a cache of (B, KH, D, dtype) = `shape`, copied.
-  absl::StatusOr<CacheView> CopyView(const kvcheck_view& view, const KvShape& shape,
-                                     const char* operation);
+  // The view an engine returned for a cache of (B, KH, D, dtype) = `shape`, checked, over the
+  // engine's memory: no copy. The ABI lets the engine reuse that memory at its next call on
+  // the cache, so every call on `cache` first Reclaims: the views of it someone still holds
+  // are detached (copied, Storage::Detach), the others forgotten. A caller that drops a view
+  // before the next call (most do) never pays for a copy.
+  absl::StatusOr<CacheView> LendView(CacheHandle cache, const kvcheck_view& view,
+                                     const KvShape& shape, const char* operation);
+  absl::Status Reclaim(CacheHandle cache);
 
   const kvcheck_engine* table_;
   // The model each live model session runs (its vocabulary sizes the logits buffer).
   std::map<SessionHandle, int> models_;
+  // The storages of the views lent per cache since its last call.
+  std::map<CacheHandle, std::vector<std::weak_ptr<Storage>>> lent_;
+  std::string what_append_k_, what_append_v_, what_view_k_, what_view_v_;
   std::string description_;
   EngineInfo info_;
 };

@@ -1,6 +1,8 @@
 #include "src/engine/plugin_engine.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -103,6 +105,79 @@ TEST(PluginEngineTest, ATableOfTheFirstRevisionHasNoSteppersOrModels) {
   ASSERT_TRUE(engine.ok()) << engine.status();
   EXPECT_TRUE((*engine)->info().steppers.empty());
   EXPECT_TRUE((*engine)->info().models.empty());
+}
+
+// A cache of one slot that every append overwrites in place: the memory of its last view is
+// reused at the next call, as the ABI allows.
+struct OneSlot {
+  float slot_k[2], slot_v[2];
+};
+OneSlot* Slot(kvcheck_cache* c) { return reinterpret_cast<OneSlot*>(c); }
+
+int32_t OneSlotCreate(int32_t, const kvcheck_cache_config*, kvcheck_cache** out, kvcheck_error*) {
+  *out = reinterpret_cast<kvcheck_cache*>(new OneSlot{});
+  return KVCHECK_OK;
+}
+
+void ShowSlot(OneSlot* c, kvcheck_view* out) {
+  for (kvcheck_tensor* t : {&out->k, &out->v}) {
+    t->data = t == &out->k ? c->slot_k : c->slot_v;
+    t->dtype = KVCHECK_DTYPE_F32;
+    t->rank = 4;
+    const int64_t shape[4] = {1, 1, 1, 2}, strides[4] = {2, 2, 2, 1};
+    std::copy(shape, shape + 4, t->shape);
+    std::copy(strides, strides + 4, t->strides);
+  }
+}
+
+int32_t OneSlotAppend(kvcheck_cache* cache, const kvcheck_tensor* k, const kvcheck_tensor* v,
+                      const uint8_t*, kvcheck_view* out, kvcheck_error*) {
+  OneSlot* c = Slot(cache);
+  for (int d = 0; d < 2; ++d) {
+    c->slot_k[d] = static_cast<const float*>(k->data)[d * k->strides[3]];
+    c->slot_v[d] = static_cast<const float*>(v->data)[d * v->strides[3]];
+  }
+  ShowSlot(c, out);
+  return KVCHECK_OK;
+}
+
+int32_t OneSlotView(kvcheck_cache* c, kvcheck_view* out, kvcheck_error*) {
+  ShowSlot(Slot(c), out);
+  return KVCHECK_OK;
+}
+
+void OneSlotDestroy(kvcheck_cache* c) { delete Slot(c); }
+
+const kvcheck_strategy_info kOneSlot = {"one_slot", "", 0, 1u, {0, 0, 0}};
+
+TEST(PluginEngineTest, AViewHeldPastTheNextCallKeepsItsValues) {
+  kvcheck_engine t{};
+  t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
+  t.struct_size = sizeof(kvcheck_engine);
+  t.name = "one-slot";
+  t.num_strategies = 1;
+  t.strategies = &kOneSlot;
+  t.cache_create = OneSlotCreate;
+  t.cache_append = OneSlotAppend;
+  t.cache_view = OneSlotView;
+  t.cache_destroy = OneSlotDestroy;
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const CacheHandle cache = *(*engine)->CreateCache(0, {});
+  const Tensor first = *Tensor::FromFloats(DType::kF32, {1, 1, 1, 2}, {1, 2});
+  const Tensor second = *Tensor::FromFloats(DType::kF32, {1, 1, 1, 2}, {3, 4});
+  const absl::StatusOr<CacheView> kept = (*engine)->Append(cache, first, first, {});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->k.storage()->borrowed());  // no copy while nothing else happens
+  const absl::StatusOr<CacheView> next = (*engine)->Append(cache, second, second, {});
+  ASSERT_TRUE(next.ok()) << next.status();
+  // The engine overwrote its slot; the view kept from before was detached first.
+  EXPECT_FALSE(kept->k.storage()->borrowed());
+  EXPECT_EQ(kept->k.ToFloats(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(kept->v.ToFloats(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(next->k.ToFloats(), (std::vector<float>{3, 4}));
+  (*engine)->Destroy(cache);
+  EXPECT_EQ(next->k.ToFloats(), (std::vector<float>{3, 4}));  // outlives its cache too
 }
 
 TEST(PluginEngineTest, LoadNamesAMissingLibraryOrEntryPoint) {

@@ -28,6 +28,23 @@ std::shared_ptr<Storage> Storage::Borrow(DType dtype, std::byte* bytes, int64_t 
       dtype, num_elements, std::unique_ptr<std::byte[], FreeDeleter>(bytes, FreeDeleter{false})));
 }
 
+absl::Status Storage::Detach() {
+  if (!borrowed()) return absl::OkStatus();
+  const size_t size = static_cast<size_t>(num_bytes());
+  // Aligned like Allocate's buffers (SIMD loads of the copy).
+  const size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  std::unique_ptr<std::byte[], FreeDeleter> copy(
+      static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded > 0 ? rounded : kAlignment)),
+      FreeDeleter{true});
+  if (copy == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("storage: cannot allocate ", size, " bytes to detach a borrowed buffer"));
+  }
+  if (size > 0) std::memcpy(copy.get(), bytes_.get(), size);
+  bytes_ = std::move(copy);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(DType dtype, int64_t num_elements) {
   if (num_elements < 0) {
     return absl::InvalidArgumentError(

@@ -33,6 +33,13 @@ class Storage {
   // duration of one call (src/engine/foreign_tensor.h).
   static std::shared_ptr<Storage> Borrow(DType dtype, std::byte* bytes, int64_t num_elements);
 
+  // A borrowed storage takes a private copy of the memory it borrows, so that the tensors
+  // over it keep their values after the owner reuses that memory (an engine's view, before
+  // kvcheck's next call on that cache: src/engine/plugin_engine.h). No-op for an owned one.
+  // Errors: kResourceExhausted when the copy cannot be allocated (the storage is unchanged).
+  absl::Status Detach();
+  bool borrowed() const { return !bytes_.get_deleter().owned; }
+
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
