@@ -81,11 +81,11 @@ int32_t CacheCreate(int32_t strategy, const kvcheck_cache_config* config, kvchec
 
 int32_t CacheAppend(kvcheck_cache* c, const kvcheck_tensor* k, const kvcheck_tensor* v,
                     const uint8_t* active, kvcheck_view* out, kvcheck_error* err) {
-  // Copies that keep the caller's layout: a strategy that mishandles transposed input must
-  // fail here as it does in process.
-  absl::StatusOr<Tensor> kt = ViewOfForeignCopy(*k, "k");
+  // Views of the caller's memory with its layout (a strategy that mishandles transposed
+  // input must fail here as it does in process), valid for this call only.
+  absl::StatusOr<Tensor> kt = BorrowForeign(*k, "k");
   if (!kt.ok()) return Fail(kt.status(), err);
-  absl::StatusOr<Tensor> vt = ViewOfForeignCopy(*v, "v");
+  absl::StatusOr<Tensor> vt = BorrowForeign(*v, "v");
   if (!vt.ok()) return Fail(vt.status(), err);
   std::unique_ptr<bool[]> flags;
   absl::Span<const bool> rows;
@@ -95,6 +95,16 @@ int32_t CacheAppend(kvcheck_cache* c, const kvcheck_tensor* k, const kvcheck_ten
     rows = absl::Span<const bool>(flags.get(), kt->dim(0));
   }
   absl::StatusOr<CacheView> view = c->cache->AppendActive(*kt, *vt, rows);
+  // A strategy that keeps its input (a concatenation holding the chunk, or a view that is the
+  // chunk itself) holds another reference to the borrowed storage: that one is copied now,
+  // before the caller's memory goes away; the others never are.
+  for (const Tensor* input : {&*kt, &*vt}) {
+    if (input->storage().use_count() > 1) {
+      if (absl::Status detached = input->storage()->Detach(); !detached.ok()) {
+        return Fail(detached, err);
+      }
+    }
+  }
   if (!view.ok()) return Fail(view.status(), err);
   Show(c, *view, out);
   return KVCHECK_OK;
