@@ -17,6 +17,7 @@ packages=(
   librapidcheck-dev    # property-based testing (static library + gtest integration)
   libabsl-dev          # Status, StatusOr, flags, strings
   libboost-dev         # Boost.Multiprecision (header-only) for the reference engine
+  libboost-context-dev # Boost.Context fibers: the Metal SIMT emulator's threads (src/metal)
   libgtest-dev         # GoogleTest
   libgmock-dev         # GoogleMock (StatusIs matcher)
   libbenchmark-dev     # Google Benchmark

@@ -1,0 +1,525 @@
+// The fiber scheduler behind RunDispatch (simt_executor.h).
+#include "src/metal/msl_cpu/simt_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "boost/context/fiber.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KVCHECK_MSL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVCHECK_MSL_ASAN 1
+#endif
+#endif
+#ifdef KVCHECK_MSL_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace kvcheck::metal {
+namespace {
+
+namespace ctx = boost::context;
+
+enum class Wait { kRunnable, kBarrier, kSimd, kExited, kFailed };
+
+// What a lane asks of its simdgroup at a simd function.
+enum class SimdOp { kSumF, kMaxF, kMinF, kSumI, kSumU, kShuffleXor, kBroadcast, kBarrier };
+
+const char* SimdOpName(SimdOp op) {
+  switch (op) {
+    case SimdOp::kSumF:
+    case SimdOp::kSumI:
+    case SimdOp::kSumU:
+      return "simd_sum";
+    case SimdOp::kMaxF:
+      return "simd_max";
+    case SimdOp::kMinF:
+      return "simd_min";
+    case SimdOp::kShuffleXor:
+      return "simd_shuffle_xor";
+    case SimdOp::kBroadcast:
+      return "simd_broadcast";
+    case SimdOp::kBarrier:
+      return "simdgroup_barrier";
+  }
+  return "simd function";
+}
+
+constexpr size_t kMaxSimdBytes = 64;
+
+struct Thread {
+  ThreadIds ids;
+  ctx::fiber fiber;  // the thread, as the scheduler resumes it
+  ctx::fiber sink;   // the scheduler, as the thread returns to it
+  Wait wait = Wait::kRunnable;
+  CallSite site;
+  SimdOp op = SimdOp::kBarrier;
+  unsigned char in[kMaxSimdBytes];
+  unsigned char out[kMaxSimdBytes];
+  size_t size = 0;
+  uint32_t arg = 0;
+  std::string error;
+  std::byte* stack = nullptr;
+  size_t stack_size = 0;
+#ifdef KVCHECK_MSL_ASAN
+  void* fake_stack = nullptr;
+#endif
+};
+
+struct Block {
+  std::unique_ptr<std::byte[]> bytes;
+  size_t size = 0;
+};
+
+// The threadgroup running now on this OS thread.
+struct Group {
+  const DispatchOptions* options = nullptr;
+  std::vector<Thread> threads;
+  std::map<const void*, Block> memory;
+  int64_t memory_used = 0;
+#ifdef KVCHECK_MSL_ASAN
+  const void* scheduler_stack = nullptr;
+  size_t scheduler_stack_size = 0;
+#endif
+};
+
+thread_local Group* current_group = nullptr;
+thread_local Thread* current_thread = nullptr;
+
+// Stacks carved from buffers the dispatch owns (no allocation per threadgroup).
+struct PooledStack {
+  std::byte* base;
+  size_t size;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc;
+    sc.size = size;
+    sc.sp = base + size;
+    return sc;
+  }
+  void deallocate(ctx::stack_context&) noexcept {}
+};
+
+std::string Where(const CallSite& at) {
+  return absl::StrCat(at.file, ":", at.line);
+}
+
+std::string Who(const DispatchOptions& options, const Thread& t) {
+  const ThreadIds& i = t.ids;
+  return absl::StrCat("kernel '", options.kernel, "', threadgroup (",
+                      i.threadgroup_position_in_grid.x, ", ", i.threadgroup_position_in_grid.y,
+                      ", ", i.threadgroup_position_in_grid.z, "), thread (",
+                      i.thread_position_in_threadgroup.x, ", ", i.thread_position_in_threadgroup.y,
+                      ", ", i.thread_position_in_threadgroup.z, ") [index ",
+                      i.thread_index_in_threadgroup, ", simdgroup ",
+                      i.simdgroup_index_in_threadgroup, " lane ", i.thread_index_in_simdgroup,
+                      "]");
+}
+
+// The running thread gives control back to the scheduler until its meeting point is met.
+void Park() {
+  Thread* t = current_thread;
+#ifdef KVCHECK_MSL_ASAN
+  __sanitizer_start_switch_fiber(&t->fake_stack, current_group->scheduler_stack,
+                                 current_group->scheduler_stack_size);
+#endif
+  t->sink = std::move(t->sink).resume();
+#ifdef KVCHECK_MSL_ASAN
+  __sanitizer_finish_switch_fiber(t->fake_stack, &current_group->scheduler_stack,
+                                  &current_group->scheduler_stack_size);
+#endif
+  current_thread = t;
+}
+
+void Resume(Thread& t) {
+  current_thread = &t;
+#ifdef KVCHECK_MSL_ASAN
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, t.stack, t.stack_size);
+#endif
+  t.fiber = std::move(t.fiber).resume();
+#ifdef KVCHECK_MSL_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  current_thread = nullptr;
+}
+
+Thread& Self(const char* what) {
+  if (current_thread == nullptr) {
+    // A simd function or barrier outside a dispatch is a programming error of the host code.
+    std::fprintf(stderr, "kvcheck msl_cpu: %s called outside RunDispatch\n", what);
+    std::abort();
+  }
+  return *current_thread;
+}
+
+void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg,
+              const CallSite& where) {
+  Thread& t = Self(SimdOpName(op));
+  t.wait = Wait::kSimd;
+  t.op = op;
+  t.site = where;
+  t.size = size;
+  t.arg = arg;
+  if (size > 0) std::memcpy(t.in, value, size);
+  Park();
+  if (size > 0) std::memcpy(out, t.out, size);
+}
+
+// The butterfly over 32 lane values of type T; `present[l]` false: the identity.
+template <typename T, typename Combine>
+void Butterfly(std::vector<Thread>& threads, const std::vector<int>& lanes,
+               const std::vector<bool>& present, T identity, Combine combine) {
+  T v[kSimdWidth];
+  for (uint32_t l = 0; l < kSimdWidth; ++l) {
+    v[l] = identity;
+    if (present[l]) std::memcpy(&v[l], threads[lanes[l]].in, sizeof(T));
+  }
+  for (uint32_t offset = kSimdWidth / 2; offset >= 1; offset /= 2) {
+    T next[kSimdWidth];
+    for (uint32_t l = 0; l < kSimdWidth; ++l) next[l] = combine(v[l], v[l ^ offset]);
+    std::copy(next, next + kSimdWidth, v);
+  }
+  for (uint32_t l = 0; l < kSimdWidth; ++l) {
+    if (present[l]) std::memcpy(threads[lanes[l]].out, &v[l], sizeof(T));
+  }
+}
+
+// Completes the simd function every waiting lane of a simdgroup reached. `lanes[l]` is the
+// thread index of lane l (-1: absent).
+void CompleteSimd(std::vector<Thread>& threads, const std::vector<int>& lanes) {
+  std::vector<bool> present(kSimdWidth, false);
+  SimdOp op = SimdOp::kBarrier;
+  for (uint32_t l = 0; l < kSimdWidth; ++l) {
+    if (lanes[l] >= 0 && threads[lanes[l]].wait == Wait::kSimd) {
+      present[l] = true;
+      op = threads[lanes[l]].op;
+    }
+  }
+  switch (op) {
+    case SimdOp::kSumF:
+      Butterfly<float>(threads, lanes, present, 0.0f, [](float a, float b) { return a + b; });
+      break;
+    case SimdOp::kMaxF:
+      Butterfly<float>(threads, lanes, present, -INFINITY,
+                       [](float a, float b) { return std::isnan(a) || a > b ? a : b; });
+      break;
+    case SimdOp::kMinF:
+      Butterfly<float>(threads, lanes, present, INFINITY,
+                       [](float a, float b) { return std::isnan(a) || a < b ? a : b; });
+      break;
+    case SimdOp::kSumI:
+      // Two's-complement wrap, as the GPU's integer adders.
+      Butterfly<int32_t>(threads, lanes, present, 0, [](int32_t a, int32_t b) {
+        return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+      });
+      break;
+    case SimdOp::kSumU:
+      Butterfly<uint32_t>(threads, lanes, present, 0u,
+                          [](uint32_t a, uint32_t b) { return a + b; });
+      break;
+    case SimdOp::kShuffleXor:
+    case SimdOp::kBroadcast:
+      for (uint32_t l = 0; l < kSimdWidth; ++l) {
+        if (!present[l]) continue;
+        Thread& t = threads[lanes[l]];
+        const uint32_t from = op == SimdOp::kShuffleXor ? (l ^ t.arg) % kSimdWidth
+                                                        : t.arg % kSimdWidth;
+        if (present[from]) {
+          std::memcpy(t.out, threads[lanes[from]].in, t.size);
+        } else {
+          std::memset(t.out, 0xFF, t.size);  // an inactive lane's value: poison
+        }
+      }
+      break;
+    case SimdOp::kBarrier:
+      break;
+  }
+  for (uint32_t l = 0; l < kSimdWidth; ++l) {
+    if (present[l]) threads[lanes[l]].wait = Wait::kRunnable;
+  }
+}
+
+absl::Status Divergence(const DispatchOptions& options, const Thread& a, const std::string& what_a,
+                        const Thread& b, const std::string& what_b) {
+  return absl::FailedPreconditionError(absl::StrCat(Who(options, a), " ", what_a, ", but ",
+                                                    Who(options, b), " ", what_b));
+}
+
+std::string Waiting(const Thread& t) {
+  switch (t.wait) {
+    case Wait::kBarrier:
+      return absl::StrCat("waits at threadgroup_barrier at ", Where(t.site));
+    case Wait::kSimd:
+      return absl::StrCat("waits at ", SimdOpName(t.op), " at ", Where(t.site));
+    case Wait::kExited:
+      return "returned";
+    default:
+      return "runs";
+  }
+}
+
+// After a sweep in which every thread ran until it waits or ends: completes the simd
+// functions and barriers that every participant reached. Returns false when nothing could
+// be released (then an error explains why).
+absl::Status Release(Group& g, bool* released) {
+  const DispatchOptions& options = *g.options;
+  std::vector<Thread>& threads = g.threads;
+  *released = false;
+  const uint32_t simdgroups =
+      static_cast<uint32_t>((threads.size() + kSimdWidth - 1) / kSimdWidth);
+  for (uint32_t s = 0; s < simdgroups; ++s) {
+    std::vector<int> lanes(kSimdWidth, -1);
+    const Thread* first = nullptr;
+    for (uint32_t l = 0; l < kSimdWidth; ++l) {
+      const size_t index = size_t{s} * kSimdWidth + l;
+      if (index >= threads.size()) break;
+      lanes[l] = static_cast<int>(index);
+      const Thread& t = threads[index];
+      if (t.wait == Wait::kSimd && first == nullptr) first = &t;
+    }
+    if (first == nullptr) continue;
+    for (int index : lanes) {
+      if (index < 0) continue;
+      const Thread& t = threads[index];
+      if (t.wait == Wait::kSimd &&
+          (t.op != first->op || t.site.line != first->site.line ||
+           std::strcmp(t.site.file, first->site.file) != 0)) {
+        return Divergence(options, *first, Waiting(*first), t, Waiting(t));
+      }
+      if (t.wait == Wait::kBarrier) return Divergence(options, *first, Waiting(*first), t, Waiting(t));
+      if (t.wait == Wait::kExited && options.uniform_simd) {
+        return Divergence(options, *first,
+                          absl::StrCat(Waiting(*first),
+                                       " (the dispatch declares uniform control flow)"),
+                          t, "returned before reaching it");
+      }
+    }
+    CompleteSimd(threads, lanes);
+    *released = true;
+  }
+  if (*released) return absl::OkStatus();
+  // No simd function pending: every thread left waits at a threadgroup barrier.
+  const Thread* first = nullptr;
+  for (const Thread& t : threads) {
+    if (t.wait == Wait::kBarrier) {
+      first = &t;
+      break;
+    }
+  }
+  if (first == nullptr) return absl::OkStatus();  // everyone returned
+  for (const Thread& t : threads) {
+    if (t.wait == Wait::kExited) {
+      return Divergence(options, *first, Waiting(*first), t,
+                        "returned without reaching it (a barrier must be reached by every "
+                        "thread of the threadgroup)");
+    }
+    if (t.site.line != first->site.line ||
+        std::strcmp(t.site.file, first->site.file) != 0) {
+      return Divergence(options, *first, Waiting(*first), t, Waiting(t));
+    }
+  }
+  for (Thread& t : threads) t.wait = Wait::kRunnable;
+  *released = true;
+  return absl::OkStatus();
+}
+
+absl::Status RunThreadgroup(Group& g, const Dim3& position, const std::function<void()>& body,
+                            std::vector<std::unique_ptr<std::byte[]>>& stacks) {
+  const DispatchOptions& options = *g.options;
+  const Dim3 size = options.threads_per_threadgroup;
+  const uint32_t count = static_cast<uint32_t>(size.count());
+  g.threads.clear();
+  g.threads.resize(count);
+  g.memory.clear();
+  g.memory_used = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    Thread& t = g.threads[i];
+    ThreadIds& ids = t.ids;
+    ids.threadgroup_position_in_grid = position;
+    ids.threadgroups_per_grid = options.threadgroups;
+    ids.threads_per_threadgroup = size;
+    ids.thread_position_in_threadgroup = {i % size.x, (i / size.x) % size.y, i / (size.x * size.y)};
+    ids.thread_position_in_grid = {position.x * size.x + ids.thread_position_in_threadgroup.x,
+                                   position.y * size.y + ids.thread_position_in_threadgroup.y,
+                                   position.z * size.z + ids.thread_position_in_threadgroup.z};
+    ids.thread_index_in_threadgroup = i;
+    ids.simdgroup_index_in_threadgroup = i / kSimdWidth;
+    ids.thread_index_in_simdgroup = i % kSimdWidth;
+    ids.simdgroups_per_threadgroup = (count + kSimdWidth - 1) / kSimdWidth;
+    t.stack = stacks[i].get();
+    t.stack_size = options.stack_bytes;
+    Thread* self = &t;
+    t.fiber = ctx::fiber(std::allocator_arg, PooledStack{t.stack, t.stack_size},
+                         [self, &body](ctx::fiber&& sink) {
+                           self->sink = std::move(sink);
+#ifdef KVCHECK_MSL_ASAN
+                           __sanitizer_finish_switch_fiber(nullptr,
+                                                           &current_group->scheduler_stack,
+                                                           &current_group->scheduler_stack_size);
+#endif
+                           try {
+                             body();
+                             self->wait = Wait::kExited;
+                           } catch (const ctx::detail::forced_unwind&) {
+                             throw;  // the dispatch stopped: unwind this thread's stack
+                           } catch (const std::exception& e) {
+                             self->wait = Wait::kFailed;
+                             self->error = e.what();
+                           } catch (...) {
+                             self->wait = Wait::kFailed;
+                             self->error = "an exception that is not a std::exception";
+                           }
+#ifdef KVCHECK_MSL_ASAN
+                           __sanitizer_start_switch_fiber(nullptr,
+                                                          current_group->scheduler_stack,
+                                                          current_group->scheduler_stack_size);
+#endif
+                           return std::move(self->sink);
+                         });
+  }
+  for (;;) {
+    for (Thread& t : g.threads) {
+      if (t.wait != Wait::kRunnable) continue;
+      Resume(t);
+      if (t.wait == Wait::kFailed) {
+        return absl::FailedPreconditionError(absl::StrCat(Who(options, t), ": ", t.error));
+      }
+    }
+    bool all_exited = true;
+    for (const Thread& t : g.threads) all_exited = all_exited && t.wait == Wait::kExited;
+    if (all_exited) return absl::OkStatus();
+    bool released = false;
+    if (absl::Status status = Release(g, &released); !status.ok()) return status;
+    if (!released) {
+      return absl::InternalError(absl::StrCat("kernel '", options.kernel,
+                                              "': no thread can proceed (scheduler error)"));
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status RunDispatch(const DispatchOptions& options, const std::function<void()>& body) {
+  const uint64_t count = options.threads_per_threadgroup.count();
+  if (count == 0 || count > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel '", options.kernel, "': ", count,
+                                                   " threads per threadgroup (1..1024)"));
+  }
+  if (current_group != nullptr) {
+    return absl::FailedPreconditionError("RunDispatch inside a dispatch");
+  }
+  std::vector<std::unique_ptr<std::byte[]>> stacks(count);
+  for (auto& stack : stacks) stack.reset(new std::byte[options.stack_bytes]);
+  Group group;
+  group.options = &options;
+  current_group = &group;
+  absl::Status status;
+  const Dim3& grid = options.threadgroups;
+  for (uint32_t z = 0; z < grid.z && status.ok(); ++z) {
+    for (uint32_t y = 0; y < grid.y && status.ok(); ++y) {
+      for (uint32_t x = 0; x < grid.x && status.ok(); ++x) {
+        status = RunThreadgroup(group, {x, y, z}, body, stacks);
+      }
+    }
+  }
+  // Threads still suspended (the dispatch stopped at an error) unwind here, before their
+  // stacks go away.
+  group.threads.clear();
+  current_group = nullptr;
+  return status;
+}
+
+const ThreadIds& CurrentThread() { return Self("a thread attribute").ids; }
+
+void ThreadgroupBarrier(CallSite where) {
+  Thread& t = Self("threadgroup_barrier");
+  t.wait = Wait::kBarrier;
+  t.site = where;
+  Park();
+}
+
+void SimdgroupBarrier(CallSite where) {
+  SimdCall(SimdOp::kBarrier, nullptr, nullptr, 0, 0, where);
+}
+
+float SimdSum(float value, CallSite where) {
+  float out;
+  SimdCall(SimdOp::kSumF, &value, &out, sizeof value, 0, where);
+  return out;
+}
+
+float SimdMax(float value, CallSite where) {
+  float out;
+  SimdCall(SimdOp::kMaxF, &value, &out, sizeof value, 0, where);
+  return out;
+}
+
+float SimdMin(float value, CallSite where) {
+  float out;
+  SimdCall(SimdOp::kMinF, &value, &out, sizeof value, 0, where);
+  return out;
+}
+
+int32_t SimdSum(int32_t value, CallSite where) {
+  int32_t out;
+  SimdCall(SimdOp::kSumI, &value, &out, sizeof value, 0, where);
+  return out;
+}
+
+uint32_t SimdSum(uint32_t value, CallSite where) {
+  uint32_t out;
+  SimdCall(SimdOp::kSumU, &value, &out, sizeof value, 0, where);
+  return out;
+}
+
+void SimdShuffleXorBytes(const void* value, void* out, size_t size, uint32_t mask,
+                         CallSite where) {
+  if (size > kMaxSimdBytes) throw std::length_error("simd_shuffle_xor of more than 64 bytes");
+  SimdCall(SimdOp::kShuffleXor, value, out, size, mask, where);
+}
+
+void SimdBroadcastBytes(const void* value, void* out, size_t size, uint32_t lane,
+                        CallSite where) {
+  if (size > kMaxSimdBytes) throw std::length_error("simd_broadcast of more than 64 bytes");
+  SimdCall(SimdOp::kBroadcast, value, out, size, lane, where);
+}
+
+void* ThreadgroupMemory(const void* site, size_t bytes, size_t alignment,
+                        CallSite where) {
+  Self("threadgroup memory");
+  Group& g = *current_group;
+  auto it = g.memory.find(site);
+  if (it != g.memory.end()) return it->second.bytes.get();
+  const size_t rounded = (bytes + alignment - 1) / std::max<size_t>(alignment, 1) *
+                         std::max<size_t>(alignment, 1);
+  if (g.memory_used + static_cast<int64_t>(rounded) > g.options->threadgroup_memory_limit) {
+    throw std::length_error(absl::StrCat(
+        "threadgroup memory declared at ", Where(where), " (", bytes, " bytes) brings the ",
+        "threadgroup to ", g.memory_used + static_cast<int64_t>(rounded), " bytes, over the ",
+        g.options->threadgroup_memory_limit, "-byte budget"));
+  }
+  Block block;
+  block.size = std::max<size_t>(rounded, 1);
+  // operator new[] aligns to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16), enough for float4.
+  block.bytes.reset(new std::byte[block.size]);
+  std::memset(block.bytes.get(), 0xFF, block.size);
+  g.memory_used += static_cast<int64_t>(rounded);
+  void* memory = block.bytes.get();
+  g.memory.emplace(site, std::move(block));
+  return memory;
+}
+
+}  // namespace kvcheck::metal
