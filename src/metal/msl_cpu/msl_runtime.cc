@@ -1,0 +1,97 @@
+// The kernel registry and the bindings of a dispatch (msl_runtime.h).
+#include "src/metal/msl_cpu/msl_runtime.h"
+
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvcheck::msl {
+namespace {
+
+std::map<std::string, void (*)()>& Registry() {
+  static auto* registry = new std::map<std::string, void (*)()>;
+  return *registry;
+}
+
+// The dispatch running on this OS thread (fibers of one dispatch share it).
+thread_local const DispatchDescription* current = nullptr;
+
+const DispatchDescription& Current(const char* what) {
+  if (current == nullptr) {
+    throw std::logic_error(absl::StrCat(what, " read outside a dispatch"));
+  }
+  return *current;
+}
+
+}  // namespace
+
+KernelRegistration::KernelRegistration(const char* name, void (*run)()) {
+  Registry()[name] = run;
+}
+
+std::vector<std::string> RegisteredKernels() {
+  std::vector<std::string> names;
+  for (const auto& [name, run] : Registry()) names.push_back(name);
+  return names;
+}
+
+absl::Status Dispatch(const DispatchDescription& description) {
+  const auto it = Registry().find(description.kernel);
+  if (it == Registry().end()) {
+    return absl::NotFoundError(absl::StrCat("no Metal kernel named '", description.kernel,
+                                            "' is registered"));
+  }
+  for (const auto& [index, buffer] : description.buffers) {
+    if (buffer.offset > buffer.bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel '", description.kernel, "': buffer(", index, ") offset ", buffer.offset,
+          " is past its ", buffer.bytes, " bytes"));
+    }
+  }
+  metal::DispatchOptions options;
+  options.kernel = description.kernel;
+  options.threadgroups = description.threadgroups;
+  options.threads_per_threadgroup = description.threads_per_threadgroup;
+  options.uniform_simd = description.uniform_simd;
+  const DispatchDescription* outer = current;
+  current = &description;
+  void (*run)() = it->second;
+  const absl::Status status = metal::RunDispatch(options, [run] { run(); });
+  current = outer;
+  return status;
+}
+
+AnyPointer Buffer(int index) {
+  const DispatchDescription& d = Current("buffer");
+  const auto it = d.buffers.find(index);
+  if (it == d.buffers.end()) {
+    throw std::out_of_range(absl::StrCat("[[buffer(", index, ")]] is not bound"));
+  }
+  return {static_cast<char*>(it->second.data) + it->second.offset};
+}
+
+AnyPointer ThreadgroupArgument(int index) {
+  const DispatchDescription& d = Current("threadgroup argument");
+  const auto it = d.threadgroup_arguments.find(index);
+  if (it == d.threadgroup_arguments.end()) {
+    throw std::out_of_range(absl::StrCat("[[threadgroup(", index, ")]] has no length set"));
+  }
+  // The map entry's address names the declaration: one block per index and threadgroup.
+  return {metal::ThreadgroupMemory(&it->second, it->second, 16)};
+}
+
+ConstantValue FunctionConstantValue(int index, const char* name) {
+  const DispatchDescription& d = Current("function constant");
+  const auto it = d.constants.find(index);
+  if (it == d.constants.end()) {
+    throw std::out_of_range(absl::StrCat("function constant ", name, " (index ", index,
+                                         ") is read but the dispatch does not define it"));
+  }
+  return it->second;
+}
+
+bool FunctionConstantDefined(int index) {
+  return Current("function constant").constants.count(index) > 0;
+}
+
+}  // namespace kvcheck::msl

@@ -1,0 +1,107 @@
+// .metal kernels (testdata/executor_kernels.metal) translated, compiled and dispatched.
+#include "src/metal/msl_cpu/msl_runtime.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/tensor/dtype.h"
+
+namespace kvcheck::msl {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+template <typename T>
+BufferArgument Bind(std::vector<T>& v, size_t offset_elements = 0) {
+  return {v.data(), v.size() * sizeof(T), offset_elements * sizeof(T)};
+}
+
+TEST(MslRuntimeTest, TranslatedKernelsRegisterUnderTheirHostNames) {
+  const std::vector<std::string> names = RegisteredKernels();
+  EXPECT_THAT(names, Contains("group_sum_float"));
+  EXPECT_THAT(names, Contains("group_sum_half"));
+  EXPECT_THAT(names, Contains("divergent_barrier"));
+  EXPECT_THAT(names, Contains("unwritten_read"));
+}
+
+TEST(MslRuntimeTest, GroupSumWithBuffersConstantsAndThreadgroupMemory) {
+  std::vector<float> in(3 * 96), out(3, -1.0f);
+  std::vector<float> factor = {0.5f};
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 7);
+  DispatchDescription d;
+  d.kernel = "group_sum_float";
+  d.threadgroups = {3, 1, 1};
+  d.threads_per_threadgroup = {96, 1, 1};
+  d.buffers = {{0, Bind(in)}, {1, Bind(out)}, {2, Bind(factor)}};
+  d.constants = {{0, ConstantValue::Bool(true)}};
+  const absl::Status status = Dispatch(d);
+  ASSERT_TRUE(status.ok()) << status;
+  for (int g = 0; g < 3; ++g) {
+    float expected = 0;
+    for (int i = 0; i < 96; ++i) expected += static_cast<float>((g * 96 + i) % 7);
+    EXPECT_EQ(out[g], expected * 0.5f) << "group " << g;
+  }
+}
+
+TEST(MslRuntimeTest, HalfInputsAndAByteOffset) {
+  // The input binding starts 32 elements into its buffer (setBuffer:offset: in bytes).
+  std::vector<uint16_t> in(32 + 64);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = F32ToF16Bits(i < 32 ? 1000.0f : 0.25f);
+  std::vector<float> out(1), factor = {1.0f};
+  DispatchDescription d;
+  d.kernel = "group_sum_half";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(in, 32)}, {1, Bind(out)}, {2, Bind(factor)}};
+  d.constants = {{0, ConstantValue::Bool(false)}};
+  const absl::Status status = Dispatch(d);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(out[0], 16.0f);
+}
+
+TEST(MslRuntimeTest, MissingBindingsAndConstantsAreNamed) {
+  std::vector<float> in(32), out(1);
+  DispatchDescription d;
+  d.kernel = "group_sum_float";
+  d.threads_per_threadgroup = {32, 1, 1};
+  d.buffers = {{0, Bind(in)}, {1, Bind(out)}};
+  d.constants = {{0, ConstantValue::Bool(true)}};
+  EXPECT_THAT(Dispatch(d).message(), HasSubstr("[[buffer(2)]] is not bound"));
+  std::vector<float> factor = {1};
+  d.buffers[2] = Bind(factor);
+  d.constants.clear();
+  EXPECT_THAT(Dispatch(d).message(),
+              HasSubstr("function constant scale_output (index 0) is read but the dispatch "
+                        "does not define it"));
+  d.kernel = "no_such_kernel";
+  EXPECT_EQ(Dispatch(d).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(MslRuntimeTest, ADivergentBarrierInAMetalSourceIsReportedAtItsLine) {
+  std::vector<float> out(32);
+  DispatchDescription d;
+  d.kernel = "divergent_barrier";
+  d.threads_per_threadgroup = {32, 1, 1};
+  d.buffers = {{0, Bind(out)}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("kernel 'divergent_barrier'"));
+  EXPECT_THAT(status.message(), HasSubstr("executor_kernels.metal:41"));
+  EXPECT_THAT(status.message(), HasSubstr("[index 16, simdgroup 0 lane 16] returned without "
+                                          "reaching it"));
+}
+
+TEST(MslRuntimeTest, UnwrittenThreadgroupMemoryReadsAsNaN) {
+  std::vector<float> out(64);
+  DispatchDescription d;
+  d.kernel = "unwritten_read";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(out)}};
+  ASSERT_TRUE(Dispatch(d).ok());
+  for (float x : out) EXPECT_TRUE(std::isnan(x));
+}
+
+}  // namespace
+}  // namespace kvcheck::msl
