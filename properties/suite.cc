@@ -1,6 +1,7 @@
 #include "properties/suite.h"
 
 #include "properties/generation_properties.h"
+#include "properties/metal_properties.h"
 #include "properties/model_properties.h"
 #include "properties/oracle_agreement.h"
 #include "properties/step_properties.h"
@@ -27,6 +28,8 @@ Suite SuiteFor(std::shared_ptr<const Subject> subject) {
     suite.properties.push_back(BoundSoundnessProperty(suite.soundness.get(), 300));
     suite.properties.push_back(OracleAgreementProperty(60));
     laws = TensorProperties();
+    // The Metal kernels on the SIMT emulator (their own budget: metal_properties.h).
+    for (PropertySpec& spec : MetalProperties()) laws.push_back(spec);
   }
   for (PropertySpec& spec : CacheProperties(suite.cache_stats.get(), s)) laws.push_back(spec);
   for (PropertySpec& spec :

@@ -1,0 +1,26 @@
+// File: metal_attention.h
+// The Metal attention kernels (src/metal/kernels/*.metal), run by the SIMT emulator
+// (src/metal/msl_cpu/), behind kvcheck's attention-kernel signature: the host side of a Metal
+// dispatch (parameter block, buffer bindings with the byte offsets of views, grid), the same
+// on an Apple GPU and in the emulator.
+//
+// MetalVectorAttention: sdpa_vector, one threadgroup of 32 x 32 threads per (query row, head,
+// batch row); every Sq (a prefill is Sq rows of the decode kernel), every D in 1..256, f32 /
+// f16 / bf16, the whole contract of attention_params.h.
+#ifndef KVCHECK_SRC_METAL_METAL_ATTENTION_H_
+#define KVCHECK_SRC_METAL_METAL_ATTENTION_H_
+
+#include "absl/status/statusor.h"
+#include "src/attention/attention_params.h"
+#include "src/tensor/tensor.h"
+
+namespace kvcheck::metal_attention {
+
+// Errors: those of ValidateAttention; kInvalidArgument for D > 256; an emulator error
+// (kFailedPrecondition) if the kernel breaks the GPU's rules.
+absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionParams& params);
+
+}  // namespace kvcheck::metal_attention
+
+#endif  // KVCHECK_SRC_METAL_METAL_ATTENTION_H_
