@@ -120,16 +120,19 @@ template <typename T>
     sums[simd_group] = running_sum;
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
+  // Only the threads that write the output (the first kMergeChunk) need the merged state.
   float global_max = -numeric_limits<float>::infinity();
   bool poisoned = false;
-  for (int s = 0; s < kSimdgroups; ++s) {
-    poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
-    global_max = max(global_max, maxima[s]);
-  }
   float total = 0.0f;
-  for (int s = 0; s < kSimdgroups; ++s) {
-    if (maxima[s] != -numeric_limits<float>::infinity()) {
-      total += sums[s] * exp(maxima[s] - global_max);
+  if (tid < uint(kMergeChunk)) {
+    for (int s = 0; s < kSimdgroups; ++s) {
+      poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
+      global_max = max(global_max, maxima[s]);
+    }
+    for (int s = 0; s < kSimdgroups; ++s) {
+      if (maxima[s] != -numeric_limits<float>::infinity()) {
+        total += sums[s] * exp(maxima[s] - global_max);
+      }
     }
   }
   for (int chunk = 0; chunk * kMergeChunk < D; ++chunk) {
