@@ -341,8 +341,10 @@ absl::Status RunThreadgroup(Group& g, const Dim3& position, const std::function<
   const DispatchOptions& options = *g.options;
   const Dim3 size = options.threads_per_threadgroup;
   const uint32_t count = static_cast<uint32_t>(size.count());
-  g.threads.clear();
-  g.threads.resize(count);
+  // The fibers are made for the first threadgroup and reused by the next ones: a thread that
+  // returned waits (parked) for the scheduler to start it on the next group.
+  const bool first_group = g.threads.empty();
+  if (first_group) g.threads.resize(count);
   g.memory.clear();
   g.memory_used = 0;
   for (uint32_t i = 0; i < count; ++i) {
@@ -359,6 +361,8 @@ absl::Status RunThreadgroup(Group& g, const Dim3& position, const std::function<
     ids.simdgroup_index_in_threadgroup = i / kSimdWidth;
     ids.thread_index_in_simdgroup = i % kSimdWidth;
     ids.simdgroups_per_threadgroup = (count + kSimdWidth - 1) / kSimdWidth;
+    t.wait = Wait::kRunnable;
+    if (!first_group) continue;
     t.stack = stacks[i].get();
     t.stack_size = options.stack_bytes;
     Thread* self = &t;
@@ -370,24 +374,22 @@ absl::Status RunThreadgroup(Group& g, const Dim3& position, const std::function<
                                                            &current_group->scheduler_stack,
                                                            &current_group->scheduler_stack_size);
 #endif
-                           try {
-                             body();
-                             self->wait = Wait::kExited;
-                           } catch (const ctx::detail::forced_unwind&) {
-                             throw;  // the dispatch stopped: unwind this thread's stack
-                           } catch (const std::exception& e) {
-                             self->wait = Wait::kFailed;
-                             self->error = e.what();
-                           } catch (...) {
-                             self->wait = Wait::kFailed;
-                             self->error = "an exception that is not a std::exception";
+                           for (;;) {
+                             try {
+                               body();
+                               self->wait = Wait::kExited;
+                             } catch (const ctx::detail::forced_unwind&) {
+                               throw;  // the dispatch ended: unwind this thread's stack
+                             } catch (const std::exception& e) {
+                               self->wait = Wait::kFailed;
+                               self->error = e.what();
+                             } catch (...) {
+                               self->wait = Wait::kFailed;
+                               self->error = "an exception that is not a std::exception";
+                             }
+                             Park();  // until the next threadgroup, or unwound at the end
                            }
-#ifdef KVCHECK_MSL_ASAN
-                           __sanitizer_start_switch_fiber(nullptr,
-                                                          current_group->scheduler_stack,
-                                                          current_group->scheduler_stack_size);
-#endif
-                           return std::move(self->sink);
+                           return std::move(self->sink);  // not reached
                          });
   }
   for (;;) {
