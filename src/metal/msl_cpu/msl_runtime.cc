@@ -13,8 +13,11 @@ std::map<std::string, void (*)()>& Registry() {
   return *registry;
 }
 
-// The dispatch running on this OS thread (fibers of one dispatch share it).
+// The dispatch running on this OS thread (fibers of one dispatch share it), and its buffer
+// bindings by index (every kernel parameter reads one per thread: no map lookup there).
 thread_local const DispatchDescription* current = nullptr;
+constexpr int kMaxBufferIndex = 31;  // Metal's argument table has 31 buffer slots
+thread_local void* current_buffers[kMaxBufferIndex + 1] = {};
 
 const DispatchDescription& Current(const char* what) {
   if (current == nullptr) {
@@ -53,21 +56,28 @@ absl::Status Dispatch(const DispatchDescription& description) {
   options.threadgroups = description.threadgroups;
   options.threads_per_threadgroup = description.threads_per_threadgroup;
   options.uniform_simd = description.uniform_simd;
-  const DispatchDescription* outer = current;
+  if (current != nullptr) return absl::FailedPreconditionError("Dispatch inside a dispatch");
+  for (void*& slot : current_buffers) slot = nullptr;
+  for (const auto& [index, buffer] : description.buffers) {
+    if (index < 0 || index > kMaxBufferIndex) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel '", description.kernel,
+                                                     "': buffer index ", index, " (0..31)"));
+    }
+    current_buffers[index] = static_cast<char*>(buffer.data) + buffer.offset;
+  }
   current = &description;
   void (*run)() = it->second;
   const absl::Status status = metal::RunDispatch(options, [run] { run(); });
-  current = outer;
+  current = nullptr;
   return status;
 }
 
 AnyPointer Buffer(int index) {
-  const DispatchDescription& d = Current("buffer");
-  const auto it = d.buffers.find(index);
-  if (it == d.buffers.end()) {
+  Current("buffer");
+  if (index < 0 || index > kMaxBufferIndex || current_buffers[index] == nullptr) {
     throw std::out_of_range(absl::StrCat("[[buffer(", index, ")]] is not bound"));
   }
-  return {static_cast<char*>(it->second.data) + it->second.offset};
+  return {current_buffers[index]};
 }
 
 AnyPointer ThreadgroupArgument(int index) {

@@ -2,6 +2,7 @@
 #include "src/metal/msl_cpu/simt_executor.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -179,9 +180,12 @@ void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg
 }
 
 // The butterfly over 32 lane values of type T; `present[l]` false: the identity.
+using LaneThreads = std::array<int, kSimdWidth>;  // thread index of each lane, -1: absent
+using LaneFlags = std::array<bool, kSimdWidth>;
+
 template <typename T, typename Combine>
-void Butterfly(std::vector<Thread>& threads, const std::vector<int>& lanes,
-               const std::vector<bool>& present, T identity, Combine combine) {
+void Butterfly(std::vector<Thread>& threads, const LaneThreads& lanes, const LaneFlags& present,
+               T identity, Combine combine) {
   T v[kSimdWidth];
   for (uint32_t l = 0; l < kSimdWidth; ++l) {
     v[l] = identity;
@@ -199,8 +203,9 @@ void Butterfly(std::vector<Thread>& threads, const std::vector<int>& lanes,
 
 // Completes the simd function every waiting lane of a simdgroup reached. `lanes[l]` is the
 // thread index of lane l (-1: absent).
-void CompleteSimd(std::vector<Thread>& threads, const std::vector<int>& lanes) {
-  std::vector<bool> present(kSimdWidth, false);
+void CompleteSimd(std::vector<Thread>& threads, const LaneThreads& lanes) {
+  LaneFlags present;
+  present.fill(false);
   SimdOp op = SimdOp::kBarrier;
   for (uint32_t l = 0; l < kSimdWidth; ++l) {
     if (lanes[l] >= 0 && threads[lanes[l]].wait == Wait::kSimd) {
@@ -281,7 +286,8 @@ absl::Status Release(Group& g, bool* released) {
   const uint32_t simdgroups =
       static_cast<uint32_t>((threads.size() + kSimdWidth - 1) / kSimdWidth);
   for (uint32_t s = 0; s < simdgroups; ++s) {
-    std::vector<int> lanes(kSimdWidth, -1);
+    LaneThreads lanes;
+    lanes.fill(-1);
     const Thread* first = nullptr;
     for (uint32_t l = 0; l < kSimdWidth; ++l) {
       const size_t index = size_t{s} * kSimdWidth + l;
