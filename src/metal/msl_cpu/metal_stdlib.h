@@ -14,7 +14,9 @@
 //   - simd_sum, simd_max, simd_min, simd_shuffle_xor, simd_broadcast (simt_executor.h order);
 //     threadgroup_barrier, simdgroup_barrier with mem_flags;
 //   - numeric_limits<T>.
-// Not yet: simdgroup_matrix, atomics, textures.
+//   - simdgroup_matrix<T, 8, 8> with simdgroup_load / simdgroup_store /
+//     simdgroup_multiply(_accumulate) and thread_elements() (layout and order below).
+// Not yet: atomics, textures.
 #ifndef KVCHECK_SRC_METAL_MSL_CPU_METAL_STDLIB_H_
 #define KVCHECK_SRC_METAL_MSL_CPU_METAL_STDLIB_H_
 
@@ -181,6 +183,7 @@ KVCHECK_MSL_VEC_NAMES(uint, uint)
 KVCHECK_MSL_VEC_NAMES(short, short)
 KVCHECK_MSL_VEC_NAMES(ushort, ushort)
 KVCHECK_MSL_VEC_NAMES(bool, bool)
+KVCHECK_MSL_VEC_NAMES(ulong, ulong)
 #undef KVCHECK_MSL_VEC_NAMES
 
 // ---- Math -------------------------------------------------------------------------------------
@@ -302,6 +305,103 @@ T simd_shuffle_xor(T x, ushort mask, kvcheck::metal::CallSite where = {}) {
 template <typename T>
 T simd_broadcast(T x, ushort lane, kvcheck::metal::CallSite where = {}) {
   return kvcheck::metal::SimdBroadcast(x, lane, where);
+}
+
+// ---- simdgroup_matrix ---------------------------------------------------------------------
+// An 8 x 8 matrix spread over the 32 lanes of a simdgroup, two elements per lane, in the
+// layout MLX's steel kernels assume: lane l holds row fm and columns fn, fn + 1 with
+// q = l / 4, fm = (q & 4) + (l / 2) % 4, fn = (q & 2) * 2 + (l % 2) * 2. Loads and stores are
+// per lane; a product gathers both operands from every lane (SimdAllGatherBytes), so every
+// lane must take part, and computes its two elements as sum over k = 0..7 in that order in
+// f32, rounded once to T (Apple does not document its order: this is the emulator's).
+
+inline int SimdMatrixRow(uint lane) { return int((lane / 4) & 4) + int((lane / 2) % 4); }
+inline int SimdMatrixCol(uint lane) { return int((lane / 4) & 2) * 2 + int(lane % 2) * 2; }
+
+template <typename T, int Rows, int Cols>
+struct simdgroup_matrix {
+  static_assert(Rows == 8 && Cols == 8, "the emulator supports 8 x 8 simdgroup matrices");
+  vec<T, 2> elements;
+  simdgroup_matrix() = default;
+  explicit simdgroup_matrix(T diagonal) {
+    const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
+    const int r = SimdMatrixRow(lane), c = SimdMatrixCol(lane);
+    elements = vec<T, 2>(r == c ? diagonal : T(0), r == c + 1 ? diagonal : T(0));
+  }
+  vec<T, 2>& thread_elements() { return elements; }
+  const vec<T, 2>& thread_elements() const { return elements; }
+};
+
+using simdgroup_float8x8 = simdgroup_matrix<float, 8, 8>;
+using simdgroup_half8x8 = simdgroup_matrix<half, 8, 8>;
+using simdgroup_bfloat8x8 = simdgroup_matrix<bfloat, 8, 8>;
+
+template <typename T, int R, int C>
+simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T value) {
+  simdgroup_matrix<T, R, C> m;
+  m.elements = vec<T, 2>(value, value);
+  return m;
+}
+
+// Element (r, c) at src[(origin.y + r) * elements_per_row + origin.x + c]; transposed, at
+// src[(origin.y + c) * elements_per_row + origin.x + r].
+template <typename T, typename U, int R, int C>
+void simdgroup_load(simdgroup_matrix<T, R, C>& m, const U* src, ulong elements_per_row = 8,
+                    vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
+  const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
+  const long r = SimdMatrixRow(lane), c = SimdMatrixCol(lane);
+  for (int t = 0; t < 2; ++t) {
+    const long row = transpose ? c + t : r, col = transpose ? r : c + t;
+    m.elements[t] = T(src[(long(origin.y) + row) * long(elements_per_row) + long(origin.x) + col]);
+  }
+}
+
+template <typename T, typename U, int R, int C>
+void simdgroup_store(const simdgroup_matrix<T, R, C>& m, U* dst, ulong elements_per_row = 8,
+                     vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
+  const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
+  const long r = SimdMatrixRow(lane), c = SimdMatrixCol(lane);
+  for (int t = 0; t < 2; ++t) {
+    const long row = transpose ? c + t : r, col = transpose ? r : c + t;
+    dst[(long(origin.y) + row) * long(elements_per_row) + long(origin.x) + col] =
+        U(m.elements[t]);
+  }
+}
+
+template <typename T, typename A, typename B, typename C>
+void simdgroup_multiply_accumulate(simdgroup_matrix<T, 8, 8>& d,
+                                   const simdgroup_matrix<A, 8, 8>& a,
+                                   const simdgroup_matrix<B, 8, 8>& b,
+                                   const simdgroup_matrix<C, 8, 8>& c,
+                                   kvcheck::metal::CallSite where = {}) {
+  // Every lane's two elements of a and b, gathered as floats.
+  const float mine[4] = {float(a.elements.x), float(a.elements.y), float(b.elements.x),
+                         float(b.elements.y)};
+  float all[32][4];
+  kvcheck::metal::SimdAllGatherBytes(mine, all, sizeof mine, where);
+  float full_a[8][8], full_b[8][8];
+  for (uint l = 0; l < 32; ++l) {
+    const int r = SimdMatrixRow(l), col = SimdMatrixCol(l);
+    full_a[r][col] = all[l][0];
+    full_a[r][col + 1] = all[l][1];
+    full_b[r][col] = all[l][2];
+    full_b[r][col + 1] = all[l][3];
+  }
+  const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
+  const int r = SimdMatrixRow(lane), col = SimdMatrixCol(lane);
+  vec<T, 2> result;
+  for (int t = 0; t < 2; ++t) {
+    float sum = float(c.elements[t]);
+    for (int k = 0; k < 8; ++k) sum += full_a[r][k] * full_b[k][col + t];
+    result[t] = T(sum);
+  }
+  d.elements = result;
+}
+
+template <typename T, typename A, typename B>
+void simdgroup_multiply(simdgroup_matrix<T, 8, 8>& d, const simdgroup_matrix<A, 8, 8>& a,
+                        const simdgroup_matrix<B, 8, 8>& b, kvcheck::metal::CallSite where = {}) {
+  simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, 8, 8>(T(0)), where);
 }
 
 }  // namespace metal

@@ -93,6 +93,27 @@ TEST(MslRuntimeTest, ADivergentBarrierInAMetalSourceIsReportedAtItsLine) {
                                           "reaching it"));
 }
 
+TEST(MslRuntimeTest, SimdgroupMatrixProduct) {
+  std::vector<float> a(64), bt(64), c(64, -1.0f);
+  for (int i = 0; i < 64; ++i) {
+    a[i] = static_cast<float>(i % 5) - 2.0f;
+    bt[i] = static_cast<float>(i % 3) + 0.5f;
+  }
+  DispatchDescription d;
+  d.kernel = "matrix_product";
+  d.threads_per_threadgroup = {32, 1, 1};
+  d.buffers = {{0, Bind(a)}, {1, Bind(bt)}, {2, Bind(c)}};
+  const absl::Status status = Dispatch(d);
+  ASSERT_TRUE(status.ok()) << status;
+  for (int r = 0; r < 8; ++r) {
+    for (int col = 0; col < 8; ++col) {
+      float expected = r == col ? 1.0f : 0.0f;
+      for (int k = 0; k < 8; ++k) expected += a[r * 8 + k] * bt[col * 8 + k];
+      EXPECT_EQ(c[r * 8 + col], expected) << r << ", " << col;
+    }
+  }
+}
+
 TEST(MslRuntimeTest, UnwrittenThreadgroupMemoryReadsAsNaN) {
   std::vector<float> out(64);
   DispatchDescription d;

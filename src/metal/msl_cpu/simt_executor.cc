@@ -37,7 +37,9 @@ namespace ctx = boost::context;
 enum class Wait { kRunnable, kBarrier, kSimd, kExited, kFailed };
 
 // What a lane asks of its simdgroup at a simd function.
-enum class SimdOp { kSumF, kMaxF, kMinF, kSumI, kSumU, kShuffleXor, kBroadcast, kBarrier };
+enum class SimdOp {
+  kSumF, kMaxF, kMinF, kSumI, kSumU, kShuffleXor, kBroadcast, kAllGather, kBarrier
+};
 
 const char* SimdOpName(SimdOp op) {
   switch (op) {
@@ -53,6 +55,8 @@ const char* SimdOpName(SimdOp op) {
       return "simd_shuffle_xor";
     case SimdOp::kBroadcast:
       return "simd_broadcast";
+    case SimdOp::kAllGather:
+      return "simdgroup_matrix operation";
     case SimdOp::kBarrier:
       return "simdgroup_barrier";
   }
@@ -72,6 +76,7 @@ struct Thread {
   unsigned char out[kMaxSimdBytes];
   size_t size = 0;
   uint32_t arg = 0;
+  void* gather_out = nullptr;  // kAllGather: 32 x size bytes, lane order
   std::string error;
   std::byte* stack = nullptr;
   size_t stack_size = 0;
@@ -176,7 +181,7 @@ void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg
   t.arg = arg;
   if (size > 0) std::memcpy(t.in, value, size);
   Park();
-  if (size > 0) std::memcpy(out, t.out, size);
+  if (size > 0 && out != nullptr) std::memcpy(out, t.out, size);
 }
 
 // The butterfly over 32 lane values of type T; `present[l]` false: the identity.
@@ -246,6 +251,20 @@ void CompleteSimd(std::vector<Thread>& threads, const LaneThreads& lanes) {
           std::memcpy(t.out, threads[lanes[from]].in, t.size);
         } else {
           std::memset(t.out, 0xFF, t.size);  // an inactive lane's value: poison
+        }
+      }
+      break;
+    case SimdOp::kAllGather:
+      for (uint32_t l = 0; l < kSimdWidth; ++l) {
+        if (!present[l]) continue;
+        Thread& t = threads[lanes[l]];
+        auto* out = static_cast<unsigned char*>(t.gather_out);
+        for (uint32_t from = 0; from < kSimdWidth; ++from) {
+          if (present[from]) {
+            std::memcpy(out + from * t.size, threads[lanes[from]].in, t.size);
+          } else {
+            std::memset(out + from * t.size, 0xFF, t.size);
+          }
         }
       }
       break;
@@ -497,6 +516,13 @@ void SimdShuffleXorBytes(const void* value, void* out, size_t size, uint32_t mas
                          CallSite where) {
   if (size > kMaxSimdBytes) throw std::length_error("simd_shuffle_xor of more than 64 bytes");
   SimdCall(SimdOp::kShuffleXor, value, out, size, mask, where);
+}
+
+void SimdAllGatherBytes(const void* value, void* all, size_t size, CallSite where) {
+  if (size > kMaxSimdBytes) throw std::length_error("simd all-gather of more than 64 bytes");
+  Thread& t = Self("simdgroup_matrix operation");
+  t.gather_out = all;
+  SimdCall(SimdOp::kAllGather, value, nullptr, size, 0, where);
 }
 
 void SimdBroadcastBytes(const void* value, void* out, size_t size, uint32_t lane,

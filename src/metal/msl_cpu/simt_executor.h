@@ -103,6 +103,9 @@ void SimdShuffleXorBytes(const void* value, void* out, size_t size, uint32_t mas
                          CallSite where);
 void SimdBroadcastBytes(const void* value, void* out, size_t size, uint32_t lane,
                         CallSite where);
+// Every lane's `size` bytes (up to 64), in lane order, into `all` (32 x size bytes) on every
+// lane: the exchange behind simdgroup_matrix products. Absent lanes' entries are poison.
+void SimdAllGatherBytes(const void* value, void* all, size_t size, CallSite where);
 template <typename T>
 T SimdShuffleXor(T value, uint32_t mask,
                  CallSite where = {}) {

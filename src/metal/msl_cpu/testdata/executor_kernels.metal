@@ -50,3 +50,17 @@ kernel void unwritten_read(device float* out [[buffer(0)]],
   threadgroup_barrier(mem_flags::mem_threadgroup);
   out[tid] = scratch[tid];
 }
+
+// C = A x B + I for 8 x 8 matrices through simdgroup_matrix (one simdgroup); B is read
+// transposed from its buffer.
+kernel void matrix_product(const device float* a [[buffer(0)]],
+                           const device float* b_transposed [[buffer(1)]],
+                           device float* c [[buffer(2)]]) {
+  simdgroup_float8x8 ma, mb;
+  simdgroup_load(ma, a);
+  simdgroup_load(mb, b_transposed, 8, ulong2(0, 0), true);
+  simdgroup_float8x8 identity = simdgroup_float8x8(1.0f);
+  simdgroup_float8x8 mc;
+  simdgroup_multiply_accumulate(mc, ma, mb, identity);
+  simdgroup_store(mc, c);
+}
