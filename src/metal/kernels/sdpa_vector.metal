@@ -1,27 +1,14 @@
 // sdpa_vector: attention of one query row per threadgroup (the decode shape), the
 // decomposition of MLX's and candle's sdpa_vector (spec section 4), with the whole contract of
-// DESIGN.md section 3 in this path (candle's vector path ignores masks and causality):
-//   - a threadgroup of 32 simdgroups x 32 lanes per (query row i, head h, batch row b);
-//   - simdgroup s takes keys j = s, s + 32, ...; lane l holds the head-dim elements
-//     d = l, l + 32, ... (every D from 1 to 256: tails are lanes with fewer elements, none
-//     dropped); a key's score is simd_sum of the lanes' partial dot products;
-//   - causal (bottom-right, by positions), sliding window, additive mask, ALiBi, softcap and
-//     explicit positions (-1: an empty slot) decide and shape every score;
-//   - each simdgroup keeps an online softmax (running max, sum, f32 accumulators); the 32
-//     partial states merge through threadgroup memory in chunks of 64 head-dim elements, so
-//     D = 256 in f32 stays within the 32 KiB budget (candle's does not);
-//   - a row with no allowed key is 0; a NaN score or value poisons its row.
-// Inputs in T (float, half, bfloat), accumulation in f32, output rounded to T once.
+// DESIGN.md section 3 in this path (candle's vector path ignores masks and causality): a
+// threadgroup of 32 simdgroups x 32 lanes per (query row i, head h, batch row b) attends over
+// every key (sdpa_common.h). Inputs in T (float, half, bfloat), accumulation in f32, output
+// rounded to T once.
 #include <metal_stdlib>
-
-#include "sdpa_params.h"
 
 using namespace metal;
 
-constant constexpr int kSimdgroups = 32;
-constant constexpr int kLanes = 32;
-constant constexpr int kMaxPerLane = 8;  // 256 / 32 head-dim elements per lane
-constant constexpr int kMergeChunk = 64;  // head-dim elements merged per round
+#include "sdpa_common.h"
 
 template <typename T>
 [[kernel]] void sdpa_vector(
@@ -38,126 +25,12 @@ template <typename T>
     uint simd_group [[simdgroup_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint tid [[thread_index_in_threadgroup]]) {
-  const int i = row.x, h = row.y, b = row.z;
-  const int kh = h / (p.heads / p.kv_heads);
-  const int D = p.head_dim;
-  const long qpos = p.has_positions ? q_positions[b * p.q_len + i] : long(p.kv_len - p.q_len + i);
-
   threadgroup float maxima[kSimdgroups];
   threadgroup float sums[kSimdgroups];
   threadgroup float partials[kSimdgroups * kMergeChunk];
-
-  // This lane's query elements, pre-scaled in f32.
-  float q_local[kMaxPerLane];
-  for (int r = 0; r < kMaxPerLane; ++r) {
-    const int d = lane + r * kLanes;
-    q_local[r] = d < D ? float(q[b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2] +
-                                 d * p.q_strides[3]])
-                       : 0.0f;
-  }
-
-  float running_max = -numeric_limits<float>::infinity();
-  float running_sum = 0.0f;
-  float acc[kMaxPerLane];
-  for (int r = 0; r < kMaxPerLane; ++r) acc[r] = 0.0f;
-
-  // An empty query slot (qpos < 0) sees no key: its row is 0.
-  for (int j = simd_group; j < p.kv_len && qpos >= 0; j += kSimdgroups) {
-    const long kpos = p.has_positions ? kv_positions[b * p.kv_len + j] : long(j);
-    if (kpos < 0) continue;
-    if (p.causal && kpos > qpos) continue;
-    if (p.window > 0 && qpos - kpos >= p.window) continue;
-    float bias = 0.0f;
-    if (p.has_mask) {
-      const int mb = p.mask_batch == 1 ? 0 : b, mh = p.mask_heads == 1 ? 0 : h;
-      bias = mask[mb * p.mask_strides[0] + mh * p.mask_strides[1] + i * p.mask_strides[2] +
-                  j * p.mask_strides[3]];
-      if (bias == -numeric_limits<float>::infinity()) continue;  // removed: its v never read
-    }
-    float partial = 0.0f;
-    for (int r = 0; r < kMaxPerLane; ++r) {
-      const int d = lane + r * kLanes;
-      if (d < D) {
-        partial += q_local[r] * float(k[b * p.k_strides[0] + kh * p.k_strides[1] +
-                                        j * p.k_strides[2] + d * p.k_strides[3]]);
-      }
-    }
-    float score = simd_sum(partial) * p.scale;
-    if (p.softcap > 0.0f) score = p.softcap * precise::tanh(score / p.softcap);
-    if (p.has_alibi) score += alibi[h] * float(kpos - qpos);
-    score += bias;
-    // Online softmax, each weight exp(score - max) as the contract writes it: a NaN score
-    // makes the weights NaN (never hidden by a max), and so does an infinite one
-    // (exp(inf - inf)).
-    if (score > running_max) {
-      const float factor = exp(running_max - score);
-      const float weight = exp(score - score);
-      running_sum = running_sum * factor + weight;
-      for (int r = 0; r < kMaxPerLane; ++r) {
-        const int d = lane + r * kLanes;
-        if (d < D) {
-          acc[r] = acc[r] * factor + weight * float(v[b * p.v_strides[0] + kh * p.v_strides[1] +
-                                                      j * p.v_strides[2] + d * p.v_strides[3]]);
-        }
-      }
-      running_max = score;
-    } else {
-      const float weight = exp(score - running_max);
-      running_sum += weight;
-      for (int r = 0; r < kMaxPerLane; ++r) {
-        const int d = lane + r * kLanes;
-        if (d < D) {
-          acc[r] += weight * float(v[b * p.v_strides[0] + kh * p.v_strides[1] +
-                                     j * p.v_strides[2] + d * p.v_strides[3]]);
-        }
-      }
-    }
-  }
-
-  // Merge the 32 simdgroups' states: the global max, each state's weight, the sum.
-  if (lane == 0) {
-    maxima[simd_group] = running_max;
-    sums[simd_group] = running_sum;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  // Only the threads that write the output (the first kMergeChunk) need the merged state.
-  float global_max = -numeric_limits<float>::infinity();
-  bool poisoned = false;
-  float total = 0.0f;
-  if (tid < uint(kMergeChunk)) {
-    for (int s = 0; s < kSimdgroups; ++s) {
-      poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
-      global_max = max(global_max, maxima[s]);
-    }
-    for (int s = 0; s < kSimdgroups; ++s) {
-      if (maxima[s] != -numeric_limits<float>::infinity()) {
-        total += sums[s] * exp(maxima[s] - global_max);
-      }
-    }
-  }
-  for (int chunk = 0; chunk * kMergeChunk < D; ++chunk) {
-    // This simdgroup's accumulators of the chunk: lane l holds d = l + 32 r.
-    for (int r = 0; r < kMaxPerLane; ++r) {
-      const int d = lane + r * kLanes;
-      if (d >= chunk * kMergeChunk && d < (chunk + 1) * kMergeChunk) {
-        partials[simd_group * kMergeChunk + (d - chunk * kMergeChunk)] = acc[r];
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    const int d = chunk * kMergeChunk + int(tid);
-    if (tid < uint(kMergeChunk) && d < D) {
-      float value = 0.0f;
-      for (int s = 0; s < kSimdgroups; ++s) {
-        if (maxima[s] != -numeric_limits<float>::infinity()) {
-          value += partials[s * kMergeChunk + int(tid)] * exp(maxima[s] - global_max);
-        }
-      }
-      float result = total > 0.0f ? value / total : 0.0f;
-      if (poisoned) result = numeric_limits<float>::quiet_NaN();
-      out[((b * p.heads + h) * p.q_len + i) * D + d] = T(result);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  AttendKeys(q, k, v, out, p, mask, alibi, q_positions, kv_positions, int(row.x), int(row.y),
+             int(row.z), 0, p.kv_len, simd_group, lane, tid, maxima, sums, partials,
+             (device float*)nullptr, (device float*)nullptr, (device float*)nullptr);
 }
 
 template [[host_name("sdpa_vector_float")]] [[kernel]] decltype(sdpa_vector<float>) sdpa_vector<float>;

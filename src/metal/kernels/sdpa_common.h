@@ -1,0 +1,160 @@
+// File: sdpa_common.h
+// The attention of one query row over a range of keys by one threadgroup of 32 simdgroups,
+// shared by sdpa_vector (the whole key range) and sdpa_2pass (one block of keys per
+// threadgroup). MSL, included after <metal_stdlib>:
+//   - simdgroup s takes keys begin + s, begin + s + 32, ...; lane l holds the head-dim
+//     elements d = l, l + 32, ... (every D from 1 to 256); a key's score is simd_sum of the
+//     lanes' partial dot products;
+//   - causal (bottom-right, by positions), sliding window, additive mask, ALiBi, softcap and
+//     explicit positions (-1: an empty slot) decide and shape every score;
+//   - each simdgroup keeps an online softmax (running max, sum, f32 accumulators) with every
+//     weight exp(score - max) as the contract writes it (a NaN or +inf score poisons the row);
+//   - the 32 states merge through threadgroup memory in chunks of 64 head-dim elements, so
+//     D = 256 in f32 stays within the 32 KiB budget.
+// The first 64 threads then write: the normalised row into `out` (partial_out null; a row
+// with no allowed key is 0), or the unnormalised state (partial_out[d], partial_max,
+// partial_sum: f32, no rounding to T) for a second pass to merge.
+#ifndef KVCHECK_SRC_METAL_KERNELS_SDPA_COMMON_H_
+#define KVCHECK_SRC_METAL_KERNELS_SDPA_COMMON_H_
+
+#include "sdpa_params.h"
+
+constant constexpr int kSimdgroups = 32;
+constant constexpr int kLanes = 32;
+constant constexpr int kMaxPerLane = 8;   // 256 / 32 head-dim elements per lane
+constant constexpr int kMergeChunk = 64;  // head-dim elements merged per round
+
+template <typename T>
+void AttendKeys(const device T* q, const device T* k, const device T* v, device T* out,
+                constant SdpaParams& p, const device float* mask, const device float* alibi,
+                const device long* q_positions, const device long* kv_positions, int i, int h,
+                int b, int begin, int end, uint simd_group, uint lane, uint tid,
+                threadgroup float* maxima, threadgroup float* sums, threadgroup float* partials,
+                device float* partial_out, device float* partial_max, device float* partial_sum) {
+  const int kh = h / (p.heads / p.kv_heads);
+  const int D = p.head_dim;
+  const long qpos = p.has_positions ? q_positions[b * p.q_len + i] : long(p.kv_len - p.q_len + i);
+
+  // This lane's query elements, pre-scaled in f32.
+  float q_local[kMaxPerLane];
+  for (int r = 0; r < kMaxPerLane; ++r) {
+    const int d = lane + r * kLanes;
+    q_local[r] = d < D ? float(q[b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2] +
+                                 d * p.q_strides[3]])
+                       : 0.0f;
+  }
+
+  float running_max = -numeric_limits<float>::infinity();
+  float running_sum = 0.0f;
+  float acc[kMaxPerLane];
+  for (int r = 0; r < kMaxPerLane; ++r) acc[r] = 0.0f;
+
+  // An empty query slot (qpos < 0) sees no key: its row is 0.
+  for (int j = begin + simd_group; j < end && qpos >= 0; j += kSimdgroups) {
+    const long kpos = p.has_positions ? kv_positions[b * p.kv_len + j] : long(j);
+    if (kpos < 0) continue;
+    if (p.causal && kpos > qpos) continue;
+    if (p.window > 0 && qpos - kpos >= p.window) continue;
+    float bias = 0.0f;
+    if (p.has_mask) {
+      const int mb = p.mask_batch == 1 ? 0 : b, mh = p.mask_heads == 1 ? 0 : h;
+      bias = mask[mb * p.mask_strides[0] + mh * p.mask_strides[1] + i * p.mask_strides[2] +
+                  j * p.mask_strides[3]];
+      if (bias == -numeric_limits<float>::infinity()) continue;  // removed: its v never read
+    }
+    float partial = 0.0f;
+    for (int r = 0; r < kMaxPerLane; ++r) {
+      const int d = lane + r * kLanes;
+      if (d < D) {
+        partial += q_local[r] * float(k[b * p.k_strides[0] + kh * p.k_strides[1] +
+                                        j * p.k_strides[2] + d * p.k_strides[3]]);
+      }
+    }
+    float score = simd_sum(partial) * p.scale;
+    if (p.softcap > 0.0f) score = p.softcap * precise::tanh(score / p.softcap);
+    if (p.has_alibi) score += alibi[h] * float(kpos - qpos);
+    score += bias;
+    // Online softmax, each weight exp(score - max) as the contract writes it: a NaN score
+    // makes the weights NaN (never hidden by a max), and so does an infinite one
+    // (exp(inf - inf)).
+    if (score > running_max) {
+      const float factor = exp(running_max - score);
+      const float weight = exp(score - score);
+      running_sum = running_sum * factor + weight;
+      for (int r = 0; r < kMaxPerLane; ++r) {
+        const int d = lane + r * kLanes;
+        if (d < D) {
+          acc[r] = acc[r] * factor + weight * float(v[b * p.v_strides[0] + kh * p.v_strides[1] +
+                                                      j * p.v_strides[2] + d * p.v_strides[3]]);
+        }
+      }
+      running_max = score;
+    } else {
+      const float weight = exp(score - running_max);
+      running_sum += weight;
+      for (int r = 0; r < kMaxPerLane; ++r) {
+        const int d = lane + r * kLanes;
+        if (d < D) {
+          acc[r] += weight * float(v[b * p.v_strides[0] + kh * p.v_strides[1] +
+                                     j * p.v_strides[2] + d * p.v_strides[3]]);
+        }
+      }
+    }
+  }
+
+  // Merge the 32 simdgroups' states: the global max, each state's weight, the sum.
+  if (lane == 0) {
+    maxima[simd_group] = running_max;
+    sums[simd_group] = running_sum;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  // Only the threads that write the output (the first kMergeChunk) need the merged state.
+  float global_max = -numeric_limits<float>::infinity();
+  bool poisoned = false;
+  float total = 0.0f;
+  if (tid < uint(kMergeChunk)) {
+    for (int s = 0; s < kSimdgroups; ++s) {
+      poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
+      global_max = max(global_max, maxima[s]);
+    }
+    for (int s = 0; s < kSimdgroups; ++s) {
+      if (maxima[s] != -numeric_limits<float>::infinity()) {
+        total += sums[s] * exp(maxima[s] - global_max);
+      }
+    }
+  }
+  for (int chunk = 0; chunk * kMergeChunk < D; ++chunk) {
+    // This simdgroup's accumulators of the chunk: lane l holds d = l + 32 r.
+    for (int r = 0; r < kMaxPerLane; ++r) {
+      const int d = lane + r * kLanes;
+      if (d >= chunk * kMergeChunk && d < (chunk + 1) * kMergeChunk) {
+        partials[simd_group * kMergeChunk + (d - chunk * kMergeChunk)] = acc[r];
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const int d = chunk * kMergeChunk + int(tid);
+    if (tid < uint(kMergeChunk) && d < D) {
+      float value = 0.0f;
+      for (int s = 0; s < kSimdgroups; ++s) {
+        if (maxima[s] != -numeric_limits<float>::infinity()) {
+          value += partials[s * kMergeChunk + int(tid)] * exp(maxima[s] - global_max);
+        }
+      }
+      if (partial_out == nullptr) {
+        float result = total > 0.0f ? value / total : 0.0f;
+        if (poisoned) result = numeric_limits<float>::quiet_NaN();
+        out[((b * p.heads + h) * p.q_len + i) * D + d] = T(result);
+      } else {
+        // A block's state for the second pass: unnormalised, relative to the block's max.
+        partial_out[d] = poisoned ? numeric_limits<float>::quiet_NaN() : value;
+        if (d == 0) {
+          partial_max[0] = global_max;
+          partial_sum[0] = poisoned ? numeric_limits<float>::quiet_NaN() : total;
+        }
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+#endif  // KVCHECK_SRC_METAL_KERNELS_SDPA_COMMON_H_
