@@ -30,6 +30,8 @@ void Strides(const Tensor& t, long out[4]) {
   for (int d = 0; d < 4; ++d) out[d] = static_cast<long>(t.layout().stride(d));
 }
 
+constexpr int64_t kTwoPassBlocks = 32;  // sdpa_2pass.metal's kBlocks
+
 const char* Suffix(DType dtype) {
   switch (dtype) {
     case DType::kF16:
@@ -42,19 +44,26 @@ const char* Suffix(DType dtype) {
   return "float";
 }
 
-}  // namespace
 
-absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                            const AttentionParams& params) {
+// The parameter block and the bindings every kernel shares (buffers 0..8), and the output.
+struct Prepared {
+  SdpaParams p{};
+  Tensor out;
+  std::vector<float> alibi, dummy = {0.0f};
+  std::vector<long> q_positions, kv_positions, no_positions = {0};
+  msl::DispatchDescription d;
+};
+
+absl::Status Prepare(const Tensor& q, const Tensor& k, const Tensor& v,
+                     const AttentionParams& params, const char* kernel, Prepared& w) {
   KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
   if (shape.head_dim > kMaxHeadDim) {
-    return absl::InvalidArgumentError(absl::StrCat("metal_vector: head dim ", shape.head_dim,
-                                                   " over the kernel's ", kMaxHeadDim));
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": head dim ", shape.head_dim,
+                                                   " over the kernels' ", kMaxHeadDim));
   }
-  KV_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(q.dtype(), {shape.batch, shape.num_heads,
-                                                            shape.q_len, shape.head_dim}));
-  if (out.num_elements() == 0) return out;
-  SdpaParams p{};
+  KV_ASSIGN_OR_RETURN(w.out, Tensor::Zeros(q.dtype(), {shape.batch, shape.num_heads,
+                                                       shape.q_len, shape.head_dim}));
+  SdpaParams& p = w.p;
   p.batch = static_cast<int>(shape.batch);
   p.heads = static_cast<int>(shape.num_heads);
   p.kv_heads = static_cast<int>(shape.num_kv_heads);
@@ -71,21 +80,16 @@ absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, co
   p.has_alibi = params.alibi_slopes.empty() ? 0 : 1;
   p.has_mask = params.mask.has_value() ? 1 : 0;
   p.has_positions = params.q_positions.empty() ? 0 : 1;
-  msl::DispatchDescription d;
-  d.kernel = absl::StrCat("sdpa_vector_", Suffix(q.dtype()));
-  d.threadgroups = {static_cast<uint32_t>(shape.q_len), static_cast<uint32_t>(shape.num_heads),
-                    static_cast<uint32_t>(shape.batch)};
-  d.threads_per_threadgroup = {1024, 1, 1};
+  msl::DispatchDescription& d = w.d;
   d.buffers[0] = Bind(q);
   d.buffers[1] = Bind(k);
   d.buffers[2] = Bind(v);
-  d.buffers[3] = Bind(out);
-  d.buffers[4] = {&p, sizeof p, 0};
+  d.buffers[3] = Bind(w.out);
+  d.buffers[4] = {&w.p, sizeof w.p, 0};
   // Unused bindings still point at something, as a Metal host binds a dummy buffer.
-  std::vector<float> alibi = params.alibi_slopes, dummy = {0.0f};
-  std::vector<long> q_positions(params.q_positions.begin(), params.q_positions.end());
-  std::vector<long> kv_positions(params.kv_positions.begin(), params.kv_positions.end());
-  std::vector<long> no_positions = {0};
+  w.alibi = params.alibi_slopes;
+  w.q_positions.assign(params.q_positions.begin(), params.q_positions.end());
+  w.kv_positions.assign(params.kv_positions.begin(), params.kv_positions.end());
   if (params.mask.has_value()) {
     const Tensor& m = *params.mask;
     Strides(m, p.mask_strides);
@@ -93,13 +97,50 @@ absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, co
     p.mask_heads = static_cast<int>(m.dim(1));
     d.buffers[5] = Bind(m);
   } else {
-    d.buffers[5] = BindVector(dummy);
+    d.buffers[5] = BindVector(w.dummy);
   }
-  d.buffers[6] = alibi.empty() ? BindVector(dummy) : BindVector(alibi);
-  d.buffers[7] = q_positions.empty() ? BindVector(no_positions) : BindVector(q_positions);
-  d.buffers[8] = kv_positions.empty() ? BindVector(no_positions) : BindVector(kv_positions);
-  KV_RETURN_IF_ERROR(msl::Dispatch(d));
-  return out;
+  d.buffers[6] = w.alibi.empty() ? BindVector(w.dummy) : BindVector(w.alibi);
+  d.buffers[7] = w.q_positions.empty() ? BindVector(w.no_positions) : BindVector(w.q_positions);
+  d.buffers[8] = w.kv_positions.empty() ? BindVector(w.no_positions) : BindVector(w.kv_positions);
+  return absl::OkStatus();
+}
+
+uint32_t U32(int64_t n) { return static_cast<uint32_t>(n); }
+
+}  // namespace
+
+absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionParams& params) {
+  Prepared w;
+  KV_RETURN_IF_ERROR(Prepare(q, k, v, params, "metal_vector", w));
+  if (w.out.num_elements() == 0) return w.out;
+  w.d.kernel = absl::StrCat("sdpa_vector_", Suffix(q.dtype()));
+  w.d.threadgroups = {U32(w.p.q_len), U32(w.p.heads), U32(w.p.batch)};
+  w.d.threads_per_threadgroup = {1024, 1, 1};
+  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
+  return w.out;
+}
+
+absl::StatusOr<Tensor> MetalTwoPassAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const AttentionParams& params) {
+  Prepared w;
+  KV_RETURN_IF_ERROR(Prepare(q, k, v, params, "metal_2pass", w));
+  if (w.out.num_elements() == 0) return w.out;
+  // The blocks' states: (B, H, Sq, 32) maxima and sums, (B, H, Sq, 32, D) accumulators.
+  const size_t states = static_cast<size_t>(w.p.batch) * w.p.heads * w.p.q_len * kTwoPassBlocks;
+  std::vector<float> block_out(states * w.p.head_dim), block_max(states), block_sum(states);
+  w.d.buffers[9] = BindVector(block_out);
+  w.d.buffers[10] = BindVector(block_max);
+  w.d.buffers[11] = BindVector(block_sum);
+  w.d.kernel = absl::StrCat("sdpa_2pass_blocks_", Suffix(q.dtype()));
+  w.d.threadgroups = {U32(w.p.q_len), U32(w.p.heads), U32(w.p.batch * kTwoPassBlocks)};
+  w.d.threads_per_threadgroup = {128, 1, 1};
+  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
+  w.d.kernel = absl::StrCat("sdpa_2pass_merge_", Suffix(q.dtype()));
+  w.d.threadgroups = {U32(w.p.q_len), U32(w.p.heads), U32(w.p.batch)};
+  w.d.threads_per_threadgroup = {32, 1, 1};
+  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
+  return w.out;
 }
 
 }  // namespace kvcheck::metal_attention

@@ -21,6 +21,11 @@ namespace kvcheck::metal_attention {
 absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const AttentionParams& params);
 
+// MetalTwoPassAttention: sdpa_2pass, the keys in 32 blocks (a threadgroup of 4 simdgroups
+// per block and row), the blocks' f32 states merged by a second dispatch. The same contract.
+absl::StatusOr<Tensor> MetalTwoPassAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const AttentionParams& params);
+
 }  // namespace kvcheck::metal_attention
 
 #endif  // KVCHECK_SRC_METAL_METAL_ATTENTION_H_

@@ -1,15 +1,15 @@
 // File: sdpa_common.h
-// The attention of one query row over a range of keys by one threadgroup of 32 simdgroups,
+// The attention of one query row over a range of keys by one threadgroup of simdgroups,
 // shared by sdpa_vector (the whole key range) and sdpa_2pass (one block of keys per
 // threadgroup). MSL, included after <metal_stdlib>:
-//   - simdgroup s takes keys begin + s, begin + s + 32, ...; lane l holds the head-dim
+//   - simdgroup s takes keys begin + s, begin + s + S, ...; lane l holds the head-dim
 //     elements d = l, l + 32, ... (every D from 1 to 256); a key's score is simd_sum of the
 //     lanes' partial dot products;
 //   - causal (bottom-right, by positions), sliding window, additive mask, ALiBi, softcap and
 //     explicit positions (-1: an empty slot) decide and shape every score;
 //   - each simdgroup keeps an online softmax (running max, sum, f32 accumulators) with every
 //     weight exp(score - max) as the contract writes it (a NaN or +inf score poisons the row);
-//   - the 32 states merge through threadgroup memory in chunks of 64 head-dim elements, so
+//   - the S states merge through threadgroup memory in chunks of 64 head-dim elements, so
 //     D = 256 in f32 stays within the 32 KiB budget.
 // The first 64 threads then write: the normalised row into `out` (partial_out null; a row
 // with no allowed key is 0), or the unnormalised state (partial_out[d], partial_max,
@@ -19,12 +19,13 @@
 
 #include "sdpa_params.h"
 
-constant constexpr int kSimdgroups = 32;
 constant constexpr int kLanes = 32;
 constant constexpr int kMaxPerLane = 8;   // 256 / 32 head-dim elements per lane
 constant constexpr int kMergeChunk = 64;  // head-dim elements merged per round
 
-template <typename T>
+// Simdgroups: the threadgroup's simdgroup count (32 for sdpa_vector, fewer for a block of
+// the 2-pass kernel); maxima and sums hold Simdgroups floats, partials Simdgroups x 64.
+template <typename T, int Simdgroups>
 void AttendKeys(const device T* q, const device T* k, const device T* v, device T* out,
                 constant SdpaParams& p, const device float* mask, const device float* alibi,
                 const device long* q_positions, const device long* kv_positions, int i, int h,
@@ -50,7 +51,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
   for (int r = 0; r < kMaxPerLane; ++r) acc[r] = 0.0f;
 
   // An empty query slot (qpos < 0) sees no key: its row is 0.
-  for (int j = begin + simd_group; j < end && qpos >= 0; j += kSimdgroups) {
+  for (int j = begin + simd_group; j < end && qpos >= 0; j += Simdgroups) {
     const long kpos = p.has_positions ? kv_positions[b * p.kv_len + j] : long(j);
     if (kpos < 0) continue;
     if (p.causal && kpos > qpos) continue;
@@ -113,11 +114,11 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
   bool poisoned = false;
   float total = 0.0f;
   if (tid < uint(kMergeChunk)) {
-    for (int s = 0; s < kSimdgroups; ++s) {
+    for (int s = 0; s < Simdgroups; ++s) {
       poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
       global_max = max(global_max, maxima[s]);
     }
-    for (int s = 0; s < kSimdgroups; ++s) {
+    for (int s = 0; s < Simdgroups; ++s) {
       if (maxima[s] != -numeric_limits<float>::infinity()) {
         total += sums[s] * exp(maxima[s] - global_max);
       }
@@ -135,7 +136,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
     const int d = chunk * kMergeChunk + int(tid);
     if (tid < uint(kMergeChunk) && d < D) {
       float value = 0.0f;
-      for (int s = 0; s < kSimdgroups; ++s) {
+      for (int s = 0; s < Simdgroups; ++s) {
         if (maxima[s] != -numeric_limits<float>::infinity()) {
           value += partials[s * kMergeChunk + int(tid)] * exp(maxima[s] - global_max);
         }

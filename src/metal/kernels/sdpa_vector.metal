@@ -25,10 +25,10 @@ template <typename T>
     uint simd_group [[simdgroup_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint tid [[thread_index_in_threadgroup]]) {
-  threadgroup float maxima[kSimdgroups];
-  threadgroup float sums[kSimdgroups];
-  threadgroup float partials[kSimdgroups * kMergeChunk];
-  AttendKeys(q, k, v, out, p, mask, alibi, q_positions, kv_positions, int(row.x), int(row.y),
+  threadgroup float maxima[32];
+  threadgroup float sums[32];
+  threadgroup float partials[32 * kMergeChunk];
+  AttendKeys<T, 32>(q, k, v, out, p, mask, alibi, q_positions, kv_positions, int(row.x), int(row.y),
              int(row.z), 0, p.kv_len, simd_group, lane, tid, maxima, sums, partials,
              (device float*)nullptr, (device float*)nullptr, (device float*)nullptr);
 }
