@@ -172,8 +172,13 @@ Thread& Self(const char* what) {
 }
 
 void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg,
-              const CallSite& where) {
+              const CallSite& where, void* gather_out = nullptr) {
+  if (size > kMaxSimdBytes) {
+    throw std::length_error(absl::StrCat(SimdOpName(op), " of more than ", kMaxSimdBytes,
+                                         " bytes"));
+  }
   Thread& t = Self(SimdOpName(op));
+  t.gather_out = gather_out;
   t.wait = Wait::kSimd;
   t.op = op;
   t.site = where;
@@ -182,6 +187,14 @@ void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg
   if (size > 0) std::memcpy(t.in, value, size);
   Park();
   if (size > 0 && out != nullptr) std::memcpy(out, t.out, size);
+}
+
+// A reduction of one scalar over the simdgroup.
+template <typename T>
+T Reduce(SimdOp op, T value, const CallSite& where) {
+  T out;
+  SimdCall(op, &value, &out, sizeof value, 0, where);
+  return out;
 }
 
 // The butterfly over 32 lane values of type T; `present[l]` false: the identity.
@@ -482,52 +495,23 @@ void SimdgroupBarrier(CallSite where) {
   SimdCall(SimdOp::kBarrier, nullptr, nullptr, 0, 0, where);
 }
 
-float SimdSum(float value, CallSite where) {
-  float out;
-  SimdCall(SimdOp::kSumF, &value, &out, sizeof value, 0, where);
-  return out;
-}
-
-float SimdMax(float value, CallSite where) {
-  float out;
-  SimdCall(SimdOp::kMaxF, &value, &out, sizeof value, 0, where);
-  return out;
-}
-
-float SimdMin(float value, CallSite where) {
-  float out;
-  SimdCall(SimdOp::kMinF, &value, &out, sizeof value, 0, where);
-  return out;
-}
-
-int32_t SimdSum(int32_t value, CallSite where) {
-  int32_t out;
-  SimdCall(SimdOp::kSumI, &value, &out, sizeof value, 0, where);
-  return out;
-}
-
-uint32_t SimdSum(uint32_t value, CallSite where) {
-  uint32_t out;
-  SimdCall(SimdOp::kSumU, &value, &out, sizeof value, 0, where);
-  return out;
-}
+float SimdSum(float value, CallSite where) { return Reduce(SimdOp::kSumF, value, where); }
+float SimdMax(float value, CallSite where) { return Reduce(SimdOp::kMaxF, value, where); }
+float SimdMin(float value, CallSite where) { return Reduce(SimdOp::kMinF, value, where); }
+int32_t SimdSum(int32_t value, CallSite where) { return Reduce(SimdOp::kSumI, value, where); }
+uint32_t SimdSum(uint32_t value, CallSite where) { return Reduce(SimdOp::kSumU, value, where); }
 
 void SimdShuffleXorBytes(const void* value, void* out, size_t size, uint32_t mask,
                          CallSite where) {
-  if (size > kMaxSimdBytes) throw std::length_error("simd_shuffle_xor of more than 64 bytes");
   SimdCall(SimdOp::kShuffleXor, value, out, size, mask, where);
 }
 
 void SimdAllGatherBytes(const void* value, void* all, size_t size, CallSite where) {
-  if (size > kMaxSimdBytes) throw std::length_error("simd all-gather of more than 64 bytes");
-  Thread& t = Self("simdgroup_matrix operation");
-  t.gather_out = all;
-  SimdCall(SimdOp::kAllGather, value, nullptr, size, 0, where);
+  SimdCall(SimdOp::kAllGather, value, nullptr, size, 0, where, all);
 }
 
 void SimdBroadcastBytes(const void* value, void* out, size_t size, uint32_t lane,
                         CallSite where) {
-  if (size > kMaxSimdBytes) throw std::length_error("simd_broadcast of more than 64 bytes");
   SimdCall(SimdOp::kBroadcast, value, out, size, lane, where);
 }
 

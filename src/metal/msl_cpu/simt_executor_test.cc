@@ -175,6 +175,17 @@ TEST(SimtExecutorTest, ThreadgroupMemoryOverTheBudgetIsReported) {
   EXPECT_THAT(status.message(), HasSubstr("simt_executor_test.cc"));
 }
 
+TEST(SimtExecutorTest, ASimdExchangeOverSixtyFourBytesIsReported) {
+  struct Big {
+    char bytes[65];
+  };
+  const absl::Status status = RunDispatch(Options(1, 32), [&] {
+    (void)SimdBroadcast(Big{}, 0u);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("simd_broadcast of more than 64 bytes"));
+}
+
 TEST(SimtExecutorTest, AThreadgroupOfNoThreadsIsRefused) {
   EXPECT_EQ(RunDispatch(Options(1, 0), [] {}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RunDispatch(Options(1, 1025), [] {}).code(), absl::StatusCode::kInvalidArgument);
