@@ -168,6 +168,22 @@ void FeedChunks(ModelSession& session, const TokenRun& run, int64_t vocab,
   }
 }
 
+// The logits of `run` fed chunk by chunk through a new session's cache, as (B, T, V).
+std::vector<float> LogitsOfAFreshSession(engine::Engine& engine, int index, const TokenRun& run,
+                                         int64_t vocab, const std::string& what) {
+  std::vector<float> all(run.batch * run.length * vocab);
+  ModelSession session(engine, index);
+  FeedChunks(session, run, vocab, what,
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t) {
+               for (int64_t b = 0; b < run.batch; ++b) {
+                 std::copy(logits.begin() + b * seq * vocab,
+                           logits.begin() + (b + 1) * seq * vocab,
+                           all.begin() + (b * run.length + start) * vocab);
+               }
+             });
+  return all;
+}
+
 void CachedEqualsRecomputation(engine::Engine& engine, int index, const TokenRun& run) {
   const engine::ModelInfo& info = engine.info().models[index];
   const int64_t V = info.vocab_size;
@@ -210,17 +226,7 @@ void ChunkedPrefill(engine::Engine& engine, int index, const TokenRun& run, int6
     done += cut.chunks.back();
   }
   for (int64_t t = prompt; t < run.length; ++t) cut.chunks.push_back(1);
-  std::vector<float> whole(run.batch * run.length * V);
-  {
-    ModelSession session(engine, index);
-    FeedChunks(session, one, V, "one-chunk prompt",
-               [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t) {
-                 for (int64_t b = 0; b < run.batch; ++b) {
-                   std::copy(logits.begin() + b * seq * V, logits.begin() + (b + 1) * seq * V,
-                             whole.begin() + (b * run.length + start) * V);
-                 }
-               });
-  }
+  const std::vector<float> whole = LogitsOfAFreshSession(engine, index, one, V, "one-chunk prompt");
   ModelSession session(engine, index);
   FeedChunks(session, cut, V, "chunked prompt",
              [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
@@ -235,17 +241,7 @@ void ResetEqualsFresh(engine::Engine& engine, int index, const TwoRuns& runs) {
   const engine::ModelInfo& info = engine.info().models[index];
   const int64_t V = info.vocab_size;
   const TokenRun& second = runs.second;
-  std::vector<float> fresh(second.batch * second.length * V);
-  {
-    ModelSession session(engine, index);
-    FeedChunks(session, second, V, "fresh model",
-               [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t) {
-                 for (int64_t b = 0; b < second.batch; ++b) {
-                   std::copy(logits.begin() + b * seq * V, logits.begin() + (b + 1) * seq * V,
-                             fresh.begin() + (b * second.length + start) * V);
-                 }
-               });
-  }
+  const std::vector<float> fresh = LogitsOfAFreshSession(engine, index, second, V, "fresh model");
   ModelSession session(engine, index);
   FeedChunks(session, runs.first, V, "before the reset",
              [](int64_t, int64_t, const std::vector<float>&, size_t) {});
@@ -276,10 +272,11 @@ std::vector<PropertySpec> ModelProperties(const Subject& subject) {
     const engine::ModelInfo* info = &models[i];
     const int index = static_cast<int>(i);
     const std::string prefix = absl::StrCat("model/", info->name, "/");
-    specs.push_back(PropertySpec{prefix + "cached_equals_recomputation", 60, [engine, info, index] {
-                                   const TokenRun run = *GenTokenRun(*info, kMaxLength);
-                                   RunIsolated([&] { CachedEqualsRecomputation(*engine, index, run); });
-                                 }});
+    specs.push_back(PropertySpec{
+        prefix + "cached_equals_recomputation", 60, [engine, info, index] {
+          const TokenRun run = *GenTokenRun(*info, kMaxLength);
+          RunIsolated([&] { CachedEqualsRecomputation(*engine, index, run); });
+        }});
     specs.push_back(PropertySpec{prefix + "chunked_prefill", 40, [engine, info, index] {
                                    const TokenRun run = *GenTokenRun(*info, kMaxLength);
                                    const int64_t prompt = *Uniform<int64_t>(1, run.length + 1);
