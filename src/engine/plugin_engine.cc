@@ -44,6 +44,17 @@ absl::Status EngineError(const std::string& engine, const char* operation, int32
   }
 }
 
+// The handle of an object a create or fork call made: the engine's error, or kInternal when it
+// reported OK without an object.
+absl::StatusOr<uint64_t> MadeObject(const std::string& engine, const char* operation,
+                                    int32_t code, kvcheck_error& err, const void* made) {
+  if (code != KVCHECK_OK) return EngineError(engine, operation, code, err);
+  if (made == nullptr) {
+    return absl::InternalError(absl::StrCat(engine, " ", operation, " returned OK and NULL"));
+  }
+  return reinterpret_cast<uint64_t>(made);
+}
+
 kvcheck_cache* AsCache(CacheHandle handle) { return reinterpret_cast<kvcheck_cache*>(handle); }
 kvcheck_stepper* AsStepper(SessionHandle handle) {
   return reinterpret_cast<kvcheck_stepper*>(handle);
@@ -228,11 +239,7 @@ absl::StatusOr<CacheHandle> PluginEngine::CreateCache(int strategy, const CacheC
   kvcheck_cache* cache = nullptr;
   kvcheck_error err{};
   const int32_t code = table_->cache_create(strategy, &c, &cache, &err);
-  if (code != KVCHECK_OK) return EngineError(info_.name, "cache_create", code, err);
-  if (cache == nullptr) {
-    return absl::InternalError(absl::StrCat(info_.name, " cache_create returned OK and NULL"));
-  }
-  return reinterpret_cast<CacheHandle>(cache);
+  return MadeObject(info_.name, "cache_create", code, err, cache);
 }
 
 absl::StatusOr<CacheView> PluginEngine::LendView(CacheHandle cache, const kvcheck_view& view,
@@ -305,11 +312,7 @@ absl::StatusOr<CacheHandle> PluginEngine::Fork(CacheHandle cache) {
   kvcheck_cache* fork = nullptr;
   kvcheck_error err{};
   const int32_t code = table_->cache_fork(AsCache(cache), &fork, &err);
-  if (code != KVCHECK_OK) return EngineError(info_.name, "cache_fork", code, err);
-  if (fork == nullptr) {
-    return absl::InternalError(absl::StrCat(info_.name, " cache_fork returned OK and NULL"));
-  }
-  return reinterpret_cast<CacheHandle>(fork);
+  return MadeObject(info_.name, "cache_fork", code, err, fork);
 }
 
 absl::Status PluginEngine::Reset(CacheHandle cache) {
@@ -378,11 +381,7 @@ absl::StatusOr<SessionHandle> PluginEngine::CreateStepper(int stepper, int64_t w
   kvcheck_stepper* out = nullptr;
   kvcheck_error err{};
   const int32_t code = table_->stepper_create(stepper, window, &out, &err);
-  if (code != KVCHECK_OK) return EngineError(info_.name, "stepper_create", code, err);
-  if (out == nullptr) {
-    return absl::InternalError(absl::StrCat(info_.name, " stepper_create returned OK and NULL"));
-  }
-  return reinterpret_cast<SessionHandle>(out);
+  return MadeObject(info_.name, "stepper_create", code, err, out);
 }
 
 absl::StatusOr<Tensor> PluginEngine::Step(SessionHandle stepper, const Tensor& q,
@@ -415,12 +414,10 @@ absl::StatusOr<SessionHandle> PluginEngine::CreateModel(int model) {
   kvcheck_model* out = nullptr;
   kvcheck_error err{};
   const int32_t code = table_->model_create(model, &out, &err);
-  if (code != KVCHECK_OK) return EngineError(info_.name, "model_create", code, err);
-  if (out == nullptr) {
-    return absl::InternalError(absl::StrCat(info_.name, " model_create returned OK and NULL"));
-  }
-  models_[reinterpret_cast<SessionHandle>(out)] = model;
-  return reinterpret_cast<SessionHandle>(out);
+  KV_ASSIGN_OR_RETURN(const SessionHandle handle,
+                      MadeObject(info_.name, "model_create", code, err, out));
+  models_[handle] = model;
+  return handle;
 }
 
 absl::StatusOr<std::vector<float>> PluginEngine::Forward(SessionHandle model,

@@ -180,6 +180,46 @@ TEST(PluginEngineTest, AViewHeldPastTheNextCallKeepsItsValues) {
   EXPECT_EQ(next->k.ToFloats(), (std::vector<float>{3, 4}));  // outlives its cache too
 }
 
+int32_t CreateNothing(int32_t, const kvcheck_cache_config*, kvcheck_cache** out, kvcheck_error*) {
+  *out = nullptr;
+  return KVCHECK_OK;
+}
+
+int32_t CreateNoModel(int32_t, kvcheck_model** out, kvcheck_error* err) {
+  *out = nullptr;
+  err->code = KVCHECK_RESOURCE_EXHAUSTED;
+  std::snprintf(err->message, KVCHECK_MESSAGE_SIZE, "no room");
+  return KVCHECK_RESOURCE_EXHAUSTED;
+}
+
+TEST(PluginEngineTest, ACreateThatReturnsNoObjectIsAnError) {
+  kvcheck_engine t{};
+  t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
+  t.struct_size = sizeof(kvcheck_engine);
+  t.name = "empty-handed";
+  t.num_strategies = 1;
+  t.strategies = &kOneSlot;
+  t.cache_create = CreateNothing;
+  t.cache_append = OneSlotAppend;
+  t.cache_view = OneSlotView;
+  t.cache_destroy = OneSlotDestroy;
+  t.num_models = 1;
+  t.models = &kModel;
+  t.model_create = CreateNoModel;
+  t.model_forward = [](kvcheck_model*, const int64_t*, int64_t, int64_t, int32_t, float*,
+                       kvcheck_error*) { return int32_t{KVCHECK_OK}; };
+  t.model_reset = [](kvcheck_model*) {};
+  t.model_destroy = [](kvcheck_model*) {};
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const absl::StatusOr<CacheHandle> cache = (*engine)->CreateCache(0, {});
+  EXPECT_EQ(cache.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(cache.status().message(), HasSubstr("empty-handed cache_create returned OK and NULL"));
+  const absl::StatusOr<SessionHandle> model = (*engine)->CreateModel(0);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(model.status().message(), HasSubstr("empty-handed model_create: no room"));
+}
+
 TEST(PluginEngineTest, LoadNamesAMissingLibraryOrEntryPoint) {
   EXPECT_THAT(std::string(PluginEngine::Load("/nonexistent/libx.so").status().message()),
               HasSubstr("cannot load engine library /nonexistent/libx.so"));

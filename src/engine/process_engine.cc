@@ -279,20 +279,23 @@ absl::StatusOr<WireMessage> ProcessEngine::Call(const WireMessage& request,
   return reply;
 }
 
+absl::StatusOr<uint64_t> ProcessEngine::CallForId(const WireMessage& request, const char* field,
+                                                  const std::string& what) {
+  KV_ASSIGN_OR_RETURN(WireMessage reply, Call(request, what));
+  absl::StatusOr<int64_t> id = Integer(reply.header, field, info_.name + " " + what + " reply");
+  if (!id.ok()) return TransportError(id.status(), what);
+  return static_cast<uint64_t>(*id);
+}
+
 absl::StatusOr<CacheHandle> ProcessEngine::CreateCache(int strategy, const CacheConfig& config) {
-  KV_ASSIGN_OR_RETURN(
-      WireMessage reply,
-      Call({{{"op", "create"},
-             {"strategy", info_.strategies[strategy].name},
-             {"config",
-              {{"initial_capacity", config.initial_capacity},
-               {"window", config.window},
-               {"max_bytes", config.max_bytes}}}},
-            {}},
-           "create"));
-  absl::StatusOr<int64_t> id = Integer(reply.header, "cache", info_.name + " create reply");
-  if (!id.ok()) return TransportError(id.status(), "create");
-  return static_cast<CacheHandle>(*id);
+  return CallForId({{{"op", "create"},
+                    {"strategy", info_.strategies[strategy].name},
+                    {"config",
+                     {{"initial_capacity", config.initial_capacity},
+                      {"window", config.window},
+                      {"max_bytes", config.max_bytes}}}},
+                   {}},
+                  "cache", "create");
 }
 
 absl::StatusOr<CacheView> ProcessEngine::ViewFrom(const WireMessage& reply, const KvShape& shape,
@@ -333,11 +336,7 @@ absl::StatusOr<CacheView> ProcessEngine::View(CacheHandle cache, const KvShape& 
 }
 
 absl::StatusOr<CacheHandle> ProcessEngine::Fork(CacheHandle cache) {
-  KV_ASSIGN_OR_RETURN(WireMessage reply,
-                      Call({{{"op", "fork"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "fork"));
-  absl::StatusOr<int64_t> id = Integer(reply.header, "cache", info_.name + " fork reply");
-  if (!id.ok()) return TransportError(id.status(), "fork");
-  return static_cast<CacheHandle>(*id);
+  return CallForId({{{"op", "fork"}, {"cache", static_cast<int64_t>(cache)}}, {}}, "cache", "fork");
 }
 
 absl::Status ProcessEngine::Reset(CacheHandle cache) {
@@ -395,16 +394,11 @@ absl::StatusOr<Tensor> ProcessEngine::Attend(int kernel, const Tensor& q, const 
 // ---- Steppers -------------------------------------------------------------------------------
 
 absl::StatusOr<SessionHandle> ProcessEngine::CreateStepper(int stepper, int64_t window) {
-  KV_ASSIGN_OR_RETURN(WireMessage reply,
-                      Call({{{"op", "stepper_create"},
-                             {"stepper", info_.steppers[stepper].name},
-                             {"window", window}},
-                            {}},
-                           "stepper_create"));
-  absl::StatusOr<int64_t> id =
-      Integer(reply.header, "stepper", info_.name + " stepper_create reply");
-  if (!id.ok()) return TransportError(id.status(), "stepper_create");
-  return static_cast<SessionHandle>(*id);
+  return CallForId({{{"op", "stepper_create"},
+                    {"stepper", info_.steppers[stepper].name},
+                    {"window", window}},
+                   {}},
+                  "stepper", "stepper_create");
 }
 
 absl::StatusOr<Tensor> ProcessEngine::Step(SessionHandle stepper, const Tensor& q,
@@ -435,12 +429,8 @@ void ProcessEngine::DestroyStepper(SessionHandle stepper) {
 // ---- Models ---------------------------------------------------------------------------------
 
 absl::StatusOr<SessionHandle> ProcessEngine::CreateModel(int model) {
-  KV_ASSIGN_OR_RETURN(
-      WireMessage reply,
-      Call({{{"op", "model_create"}, {"model", info_.models[model].name}}, {}}, "model_create"));
-  absl::StatusOr<int64_t> id = Integer(reply.header, "model", info_.name + " model_create reply");
-  if (!id.ok()) return TransportError(id.status(), "model_create");
-  return static_cast<SessionHandle>(*id);
+  return CallForId({{{"op", "model_create"}, {"model", info_.models[model].name}}, {}}, "model",
+                   "model_create");
 }
 
 absl::StatusOr<std::vector<float>> ProcessEngine::Forward(SessionHandle model,

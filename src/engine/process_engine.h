@@ -77,6 +77,10 @@ class ProcessEngine : public Engine {
   absl::Status Launch();
   // One request and its reply (the reply's "ok" checked). `what` names the operation.
   absl::StatusOr<WireMessage> Call(const WireMessage& request, const std::string& what);
+  // A call whose reply names a new object by an integer id in `field` (create, fork,
+  // stepper_create, model_create); a missing or mistyped id is a transport error.
+  absl::StatusOr<uint64_t> CallForId(const WireMessage& request, const char* field,
+                                     const std::string& what);
   // The view in a reply to append / view.
   absl::StatusOr<CacheView> ViewFrom(const WireMessage& reply, const KvShape& shape,
                                      const std::string& what);
