@@ -58,28 +58,16 @@ template <typename T>
     uint3 row [[threadgroup_position_in_grid]],
     uint lane [[thread_index_in_simdgroup]]) {
   const long first = ((long(row.z) * p.heads + long(row.y)) * p.q_len + long(row.x)) * kBlocks;
-  float global_max = -numeric_limits<float>::infinity();
-  bool poisoned = false;
-  for (int blk = 0; blk < kBlocks; ++blk) {
-    poisoned = poisoned || isnan(block_sum[first + blk]) || isnan(block_max[first + blk]);
-    global_max = max(global_max, block_max[first + blk]);
-  }
-  float total = 0.0f;
-  for (int blk = 0; blk < kBlocks; ++blk) {
-    if (block_max[first + blk] != -numeric_limits<float>::infinity()) {
-      total += block_sum[first + blk] * exp(block_max[first + blk] - global_max);
-    }
-  }
+  float global_max, total;
+  bool poisoned;
+  MergeStates(block_max + first, block_sum + first, kBlocks, global_max, total, poisoned);
   for (int d = int(lane); d < p.head_dim; d += kLanes) {
     float value = 0.0f;
     for (int blk = 0; blk < kBlocks; ++blk) {
-      if (block_max[first + blk] != -numeric_limits<float>::infinity()) {
-        value += block_out[(first + blk) * p.head_dim + d] *
-                 exp(block_max[first + blk] - global_max);
-      }
+      value += block_out[(first + blk) * p.head_dim + d] *
+               StateWeight(block_max[first + blk], global_max);
     }
-    float result = total > 0.0f ? value / total : 0.0f;
-    if (poisoned) result = numeric_limits<float>::quiet_NaN();
+    const float result = MergedResult(value, total, poisoned);
     out[((long(row.z) * p.heads + long(row.y)) * p.q_len + long(row.x)) * p.head_dim + d] =
         T(result);
   }

@@ -23,6 +23,39 @@ constant constexpr int kLanes = 32;
 constant constexpr int kMaxPerLane = 8;   // 256 / 32 head-dim elements per lane
 constant constexpr int kMergeChunk = 64;  // head-dim elements merged per round
 
+// The merge of n online-softmax states (max_s, sum_s), shared by the threadgroup merge below
+// and the second pass of sdpa_2pass: the global max M, the total weight
+// sum_s sum_s exp(max_s - M), and whether a state is NaN (it saw a NaN or +inf score: the row
+// is NaN). A state with no key (max -inf) weighs nothing.
+template <typename P>
+void MergeStates(P maxima, P sums, int n, thread float& global_max, thread float& total,
+                 thread bool& poisoned) {
+  global_max = -numeric_limits<float>::infinity();
+  total = 0.0f;
+  poisoned = false;
+  for (int s = 0; s < n; ++s) {
+    poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
+    global_max = max(global_max, maxima[s]);
+  }
+  for (int s = 0; s < n; ++s) {
+    if (maxima[s] != -numeric_limits<float>::infinity()) {
+      total += sums[s] * exp(maxima[s] - global_max);
+    }
+  }
+}
+
+// A state's weight in the merge: exp(max_s - M), 0 for a state with no key (its accumulators
+// are exactly 0).
+inline float StateWeight(float state_max, float global_max) {
+  return state_max == -numeric_limits<float>::infinity() ? 0.0f : exp(state_max - global_max);
+}
+
+// The merged row element: value / total, 0 for a row with no allowed key, NaN when poisoned.
+inline float MergedResult(float value, float total, bool poisoned) {
+  if (poisoned) return numeric_limits<float>::quiet_NaN();
+  return total > 0.0f ? value / total : 0.0f;
+}
+
 // Simdgroups: the threadgroup's simdgroup count (32 for sdpa_vector, fewer for a block of
 // the 2-pass kernel); maxima and sums hold Simdgroups floats, partials Simdgroups x 64.
 template <typename T, int Simdgroups>
@@ -103,7 +136,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
     }
   }
 
-  // Merge the 32 simdgroups' states: the global max, each state's weight, the sum.
+  // Merge the simdgroups' states: the global max, each state's weight, the sum.
   if (lane == 0) {
     maxima[simd_group] = running_max;
     sums[simd_group] = running_sum;
@@ -113,17 +146,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
   float global_max = -numeric_limits<float>::infinity();
   bool poisoned = false;
   float total = 0.0f;
-  if (tid < uint(kMergeChunk)) {
-    for (int s = 0; s < Simdgroups; ++s) {
-      poisoned = poisoned || isnan(maxima[s]) || isnan(sums[s]);
-      global_max = max(global_max, maxima[s]);
-    }
-    for (int s = 0; s < Simdgroups; ++s) {
-      if (maxima[s] != -numeric_limits<float>::infinity()) {
-        total += sums[s] * exp(maxima[s] - global_max);
-      }
-    }
-  }
+  if (tid < uint(kMergeChunk)) MergeStates(maxima, sums, Simdgroups, global_max, total, poisoned);
   for (int chunk = 0; chunk * kMergeChunk < D; ++chunk) {
     // This simdgroup's accumulators of the chunk: lane l holds d = l + 32 r.
     for (int r = 0; r < kMaxPerLane; ++r) {
@@ -137,14 +160,10 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
     if (tid < uint(kMergeChunk) && d < D) {
       float value = 0.0f;
       for (int s = 0; s < Simdgroups; ++s) {
-        if (maxima[s] != -numeric_limits<float>::infinity()) {
-          value += partials[s * kMergeChunk + int(tid)] * exp(maxima[s] - global_max);
-        }
+        value += partials[s * kMergeChunk + int(tid)] * StateWeight(maxima[s], global_max);
       }
       if (partial_out == nullptr) {
-        float result = total > 0.0f ? value / total : 0.0f;
-        if (poisoned) result = numeric_limits<float>::quiet_NaN();
-        out[((b * p.heads + h) * p.q_len + i) * D + d] = T(result);
+        out[((b * p.heads + h) * p.q_len + i) * D + d] = T(MergedResult(value, total, poisoned));
       } else {
         // A block's state for the second pass: unnormalised, relative to the block's max.
         partial_out[d] = poisoned ? numeric_limits<float>::quiet_NaN() : value;
