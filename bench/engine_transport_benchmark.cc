@@ -13,10 +13,10 @@
 //   process_python   a numpy cat cache over the protocol (engines/python/numpy_caches.py)
 //
 //   bazel run --config=opt //bench:engine_transport_benchmark
-#include <fstream>
 #include <memory>
 #include <string>
 
+#include "bench/cpu_model.h"
 #include "benchmark/benchmark.h"
 #include "src/attention/kernel_registry.h"
 #include "src/cache/registry.h"
@@ -143,19 +143,11 @@ BENCHMARK(BM_AttendBuiltin)->UseRealTime();
 BENCHMARK(BM_AttendPlugin)->UseRealTime();
 BENCHMARK(BM_AttendProcessHost)->UseRealTime();
 
-std::string CpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
 }  // namespace
 }  // namespace kvcheck
 
 int main(int argc, char** argv) {
-  benchmark::AddCustomContext("cpu", kvcheck::CpuModel());
+  benchmark::AddCustomContext("cpu", kvcheck::bench::CpuModel());
   benchmark::AddCustomContext("simd", "not used (transport overhead only)");
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -4,9 +4,9 @@
 // case through the emulator costs.
 //
 //   bazel run --config=opt //bench:metal_emulator_benchmark
-#include <fstream>
 #include <string>
 
+#include "bench/cpu_model.h"
 #include "benchmark/benchmark.h"
 #include "src/attention/flash_attention.h"
 #include "src/metal/metal_attention.h"
@@ -45,19 +45,11 @@ void BM_Flash(benchmark::State& state) { Run(state, false); }
 BENCHMARK(BM_MetalVector)->Args({1024, 1})->Args({4096, 1})->Args({320, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Flash)->Args({1024, 1})->Args({4096, 1})->Args({320, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 
-std::string CpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
 }  // namespace
 }  // namespace kvcheck
 
 int main(int argc, char** argv) {
-  benchmark::AddCustomContext("cpu", kvcheck::CpuModel());
+  benchmark::AddCustomContext("cpu", kvcheck::bench::CpuModel());
   benchmark::AddCustomContext("simd", "emulator: scalar fibers; flash: Highway's best target");
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
