@@ -8,11 +8,14 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <set>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "src/base/status_macros.h"
 #include "src/engine/engine_wire.h"
 #include "src/engine/kvcheck_engine.h"
 #include "src/engine/plugin_engine.h"
@@ -110,6 +113,18 @@ absl::StatusOr<Tensor> Input(const WireMessage& request, const std::string& name
   return absl::InvalidArgumentError(absl::StrCat("the request has no tensor ", name));
 }
 
+// The request's q, k and v.
+struct Qkv {
+  Tensor q, k, v;
+};
+absl::StatusOr<Qkv> QkvInput(const WireMessage& request) {
+  Qkv in;
+  KV_ASSIGN_OR_RETURN(in.q, Input(request, "q"));
+  KV_ASSIGN_OR_RETURN(in.k, Input(request, "k"));
+  KV_ASSIGN_OR_RETURN(in.v, Input(request, "v"));
+  return in;
+}
+
 int Serve(const std::string& path) {
   absl::StatusOr<std::unique_ptr<PluginEngine>> loaded = PluginEngine::Load(path);
   if (!loaded.ok()) {
@@ -123,13 +138,30 @@ int Serve(const std::string& path) {
   std::vector<std::string> stepper_names, model_names;
   for (const StepperInfo& s : engine.info().steppers) stepper_names.push_back(s.name);
   for (const ModelInfo& m : engine.info().models) model_names.push_back(m.name);
-  // The live stepper and model handles: a request naming another one is refused, not passed
-  // to the library as a pointer.
-  std::map<int64_t, bool> steppers, models;
+
   std::map<int64_t, KvShape> shapes;  // what each cache's first append fixed
   // Stray prints of the library must not corrupt the protocol: stdout becomes stderr.
   std::FILE* out = fdopen(dup(1), "wb");
   dup2(2, 1);
+  // The live stepper and model handles: a request naming another one is refused, not passed
+  // to the library as a pointer.
+  std::set<int64_t> steppers, models;
+  // The session a request names in `field`, or a NOT_FOUND reply.
+  const auto find_session = [&](const WireMessage& request, const char* field,
+                                const std::set<int64_t>& live) -> std::optional<SessionHandle> {
+    const int64_t id = request.header.value(field, int64_t{0});
+    if (live.count(id) == 0) {
+      ReplyError(out, absl::NotFoundError(absl::StrCat("no such ", field)));
+      return std::nullopt;
+    }
+    return static_cast<SessionHandle>(id);
+  };
+  const auto reply_created = [&](const char* field, std::set<int64_t>& live,
+                                 const absl::StatusOr<SessionHandle>& made) {
+    if (!made.ok()) return ReplyError(out, made.status());
+    live.insert(static_cast<int64_t>(*made));
+    Reply(out, {{{field, static_cast<int64_t>(*made)}}, {}});
+  };
   std::FILE* in = stdin;
   WireMessage request;
   while (ReadRequest(in, &request)) {
@@ -215,13 +247,12 @@ int Serve(const std::string& path) {
       Reply(out, {{}, {}});
     } else if (op == "attend") {
       const int kernel = IndexOf(kernel_names, request.header.value("kernel", json()));
-      absl::StatusOr<Tensor> q = Input(request, "q"), k = Input(request, "k"),
-                             v = Input(request, "v");
-      if (kernel < 0 || !q.ok() || !k.ok() || !v.ok()) {
-        ReplyError(out, kernel < 0 ? absl::NotFoundError("no such kernel")
-                                   : !q.ok() ? q.status() : !k.ok() ? k.status() : v.status());
+      absl::StatusOr<Qkv> in = QkvInput(request);
+      if (kernel < 0 || !in.ok()) {
+        ReplyError(out, kernel < 0 ? absl::NotFoundError("no such kernel") : in.status());
         continue;
       }
+      const Tensor &q = in->q, &k = in->k, &v = in->v;
       const json p = request.header.value("params", json::object());
       AttentionParams params;
       if (p.contains("scale") && p["scale"].is_number()) params.scale = p["scale"].get<float>();
@@ -235,12 +266,12 @@ int Serve(const std::string& path) {
           if (mask.ok()) params.mask = *mask;
         }
       }
-      const int64_t B = q->dim(0), Sq = q->dim(2), Skv = k->dim(2);
+      const int64_t B = q.dim(0), Sq = q.dim(2), Skv = k.dim(2);
       absl::StatusOr<std::vector<int64_t>> qpos = IntegersFromWire(request, "q_positions", {B, Sq}, "request");
       absl::StatusOr<std::vector<int64_t>> kvpos = IntegersFromWire(request, "kv_positions", {B, Skv}, "request");
       if (qpos.ok()) params.q_positions = *qpos;
       if (kvpos.ok()) params.kv_positions = *kvpos;
-      absl::StatusOr<Tensor> result = engine.Attend(kernel, *q, *k, *v, params);
+      absl::StatusOr<Tensor> result = engine.Attend(kernel, q, k, v, params);
       if (!result.ok()) {
         ReplyError(out, result.status());
         continue;
@@ -252,68 +283,42 @@ int Serve(const std::string& path) {
         ReplyError(out, absl::NotFoundError("no such stepper"));
         continue;
       }
-      absl::StatusOr<SessionHandle> made =
-          engine.CreateStepper(stepper, request.header.value("window", int64_t{0}));
-      if (!made.ok()) {
-        ReplyError(out, made.status());
-        continue;
-      }
-      steppers[static_cast<int64_t>(*made)] = true;
-      Reply(out, {{{"stepper", static_cast<int64_t>(*made)}}, {}});
+      reply_created("stepper", steppers,
+                    engine.CreateStepper(stepper, request.header.value("window", int64_t{0})));
     } else if (op == "step" || op == "stepper_reset" || op == "stepper_destroy") {
-      const int64_t sid = request.header.value("stepper", int64_t{0});
-      if (steppers.count(sid) == 0) {
-        ReplyError(out, absl::NotFoundError("no such stepper"));
-        continue;
-      }
-      const SessionHandle session = static_cast<SessionHandle>(sid);
+      const std::optional<SessionHandle> session = find_session(request, "stepper", steppers);
+      if (!session.has_value()) continue;
       if (op == "stepper_reset") {
-        const absl::Status reset = engine.ResetStepper(session);
+        const absl::Status reset = engine.ResetStepper(*session);
         reset.ok() ? Reply(out, {{}, {}}) : ReplyError(out, reset);
-        continue;
-      }
-      if (op == "stepper_destroy") {
-        engine.DestroyStepper(session);
-        steppers.erase(sid);
+      } else if (op == "stepper_destroy") {
+        engine.DestroyStepper(*session);
+        steppers.erase(static_cast<int64_t>(*session));
         Reply(out, {{}, {}});
-        continue;
+      } else {
+        absl::StatusOr<Qkv> in = QkvInput(request);
+        absl::StatusOr<Tensor> result =
+            in.ok() ? engine.Step(*session, in->q, in->k, in->v) : in.status();
+        result.ok() ? Reply(out, {{}, {ToWire("out", *result)}}) : ReplyError(out, result.status());
       }
-      absl::StatusOr<Tensor> q = Input(request, "q"), k = Input(request, "k"),
-                             v = Input(request, "v");
-      if (!q.ok() || !k.ok() || !v.ok()) {
-        ReplyError(out, !q.ok() ? q.status() : !k.ok() ? k.status() : v.status());
-        continue;
-      }
-      absl::StatusOr<Tensor> result = engine.Step(session, *q, *k, *v);
-      result.ok() ? Reply(out, {{}, {ToWire("out", *result)}}) : ReplyError(out, result.status());
     } else if (op == "model_create") {
       const int model = IndexOf(model_names, request.header.value("model", json()));
       if (model < 0) {
         ReplyError(out, absl::NotFoundError("no such model"));
         continue;
       }
-      absl::StatusOr<SessionHandle> made = engine.CreateModel(model);
-      if (!made.ok()) {
-        ReplyError(out, made.status());
-        continue;
-      }
-      models[static_cast<int64_t>(*made)] = true;
-      Reply(out, {{{"model", static_cast<int64_t>(*made)}}, {}});
+      reply_created("model", models, engine.CreateModel(model));
     } else if (op == "forward" || op == "model_reset" || op == "model_destroy") {
-      const int64_t mid = request.header.value("model", int64_t{0});
-      if (models.count(mid) == 0) {
-        ReplyError(out, absl::NotFoundError("no such model"));
-        continue;
-      }
-      const SessionHandle session = static_cast<SessionHandle>(mid);
+      const std::optional<SessionHandle> session = find_session(request, "model", models);
+      if (!session.has_value()) continue;
       if (op == "model_reset") {
-        const absl::Status reset = engine.ResetModel(session);
+        const absl::Status reset = engine.ResetModel(*session);
         reset.ok() ? Reply(out, {{}, {}}) : ReplyError(out, reset);
         continue;
       }
       if (op == "model_destroy") {
-        engine.DestroyModel(session);
-        models.erase(mid);
+        engine.DestroyModel(*session);
+        models.erase(static_cast<int64_t>(*session));
         Reply(out, {{}, {}});
         continue;
       }
@@ -333,7 +338,7 @@ int Serve(const std::string& path) {
       }
       const int64_t batch = tokens->shape[0], seq = tokens->shape[1];
       absl::StatusOr<std::vector<float>> logits =
-          engine.Forward(session, *ids, batch, seq, request.header.value("use_cache", true));
+          engine.Forward(*session, *ids, batch, seq, request.header.value("use_cache", true));
       if (!logits.ok()) {
         ReplyError(out, logits.status());
         continue;
