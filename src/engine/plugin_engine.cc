@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <cstddef>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
@@ -111,6 +110,9 @@ absl::Status PluginEngine::ReadTable() {
   }
   if (table_->name == nullptr || table_->name[0] == '\0') return bad("name is empty");
   info_.name = table_->name;
+  append_names_ = {info_.name + " cache_append returned k",
+                   info_.name + " cache_append returned v"};
+  view_names_ = {info_.name + " cache_view returned k", info_.name + " cache_view returned v"};
   if (table_->num_strategies < 0 || (table_->num_strategies > 0 && table_->strategies == nullptr)) {
     return bad(absl::StrCat("num_strategies ", table_->num_strategies, " with strategies ",
                             table_->strategies == nullptr ? "NULL" : "set"));
@@ -243,23 +245,15 @@ absl::StatusOr<CacheHandle> PluginEngine::CreateCache(int strategy, const CacheC
 }
 
 absl::StatusOr<CacheView> PluginEngine::LendView(CacheHandle cache, const kvcheck_view& view,
-                                                 const KvShape& shape, const char* operation) {
-  // The names for errors, made once per operation (this runs on every append).
-  const bool append = std::strcmp(operation, "cache_append") == 0;
-  std::string& what_k = append ? what_append_k_ : what_view_k_;
-  std::string& what_v = append ? what_append_v_ : what_view_v_;
-  if (what_k.empty()) {
-    what_k = absl::StrCat(info_.name, " ", operation, " returned k");
-    what_v = absl::StrCat(info_.name, " ", operation, " returned v");
-  }
+                                                 const KvShape& shape, const ViewNames& names) {
   CacheView out;
   KV_ASSIGN_OR_RETURN(out.k, BorrowReturned(view.k, shape.dtype,
                                             {shape.batch, shape.num_kv_heads, -1, shape.head_dim},
-                                            what_k));
+                                            names.k));
   const int64_t length = out.k.dim(2);
   KV_ASSIGN_OR_RETURN(out.v, BorrowReturned(view.v, shape.dtype,
                                             {shape.batch, shape.num_kv_heads, length, shape.head_dim},
-                                            what_v));
+                                            names.v));
   if (view.positions != nullptr) {
     out.positions.assign(view.positions, view.positions + shape.batch * length);
   }
@@ -292,7 +286,7 @@ absl::StatusOr<CacheView> PluginEngine::Append(CacheHandle cache, const Tensor& 
   const int32_t code = table_->cache_append(AsCache(cache), &kt, &vt,
                                             active.empty() ? nullptr : flags.data(), &view, &err);
   if (code != KVCHECK_OK) return EngineError(info_.name, "cache_append", code, err);
-  return LendView(cache, view, {k.dim(0), k.dim(1), k.dim(3), k.dtype()}, "cache_append");
+  return LendView(cache, view, {k.dim(0), k.dim(1), k.dim(3), k.dtype()}, append_names_);
 }
 
 absl::StatusOr<CacheView> PluginEngine::View(CacheHandle cache, const KvShape& shape) {
@@ -301,7 +295,7 @@ absl::StatusOr<CacheView> PluginEngine::View(CacheHandle cache, const KvShape& s
   kvcheck_error err{};
   const int32_t code = table_->cache_view(AsCache(cache), &view, &err);
   if (code != KVCHECK_OK) return EngineError(info_.name, "cache_view", code, err);
-  return LendView(cache, view, shape, "cache_view");
+  return LendView(cache, view, shape, view_names_);
 }
 
 absl::StatusOr<CacheHandle> PluginEngine::Fork(CacheHandle cache) {

@@ -6,8 +6,9 @@
 // and that every function a declared flag needs is present. Every call then converts
 // kvcheck's tensors to descriptors without copying, and checks the descriptors the engine
 // returns (foreign_tensor.h); cache views stay in the engine's memory until its next call
-// on that cache (LendView below), attention and step outputs are written into kvcheck's. A crash inside the library is a crash of this
-// process: kvcheck's default fork isolation turns it into a failing case.
+// on that cache (LendView below), attention and step outputs are written into kvcheck's. A
+// crash inside the library is a crash of this process: kvcheck's default fork isolation turns
+// it into a failing case.
 #ifndef KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
 #define KVCHECK_SRC_ENGINE_PLUGIN_ENGINE_H_
 
@@ -66,8 +67,12 @@ class PluginEngine : public Engine {
   // the cache, so every call on `cache` first Reclaims: the views of it someone still holds
   // are detached (copied, Storage::Detach), the others forgotten. A caller that drops a view
   // before the next call (most do) never pays for a copy.
+  // `names`: the returned k and v in errors ("<engine> cache_append returned k").
+  struct ViewNames {
+    std::string k, v;
+  };
   absl::StatusOr<CacheView> LendView(CacheHandle cache, const kvcheck_view& view,
-                                     const KvShape& shape, const char* operation);
+                                     const KvShape& shape, const ViewNames& names);
   absl::Status Reclaim(CacheHandle cache);
 
   const kvcheck_engine* table_;
@@ -75,7 +80,8 @@ class PluginEngine : public Engine {
   std::map<SessionHandle, int> models_;
   // The storages of the views lent per cache since its last call.
   std::map<CacheHandle, std::vector<std::weak_ptr<Storage>>> lent_;
-  std::string what_append_k_, what_append_v_, what_view_k_, what_view_v_;
+  // Made once by ReadTable (LendView runs on every append).
+  ViewNames append_names_, view_names_;
   std::string description_;
   EngineInfo info_;
 };

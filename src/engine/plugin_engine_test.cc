@@ -180,6 +180,35 @@ TEST(PluginEngineTest, AViewHeldPastTheNextCallKeepsItsValues) {
   EXPECT_EQ(next->k.ToFloats(), (std::vector<float>{3, 4}));  // outlives its cache too
 }
 
+// Returns its slot as f16 although the cache holds f32: a malformed view.
+int32_t MislabelledAppend(kvcheck_cache* cache, const kvcheck_tensor* k, const kvcheck_tensor* v,
+                          const uint8_t* active, kvcheck_view* out, kvcheck_error* err) {
+  const int32_t code = OneSlotAppend(cache, k, v, active, out, err);
+  out->k.dtype = KVCHECK_DTYPE_F16;
+  return code;
+}
+
+TEST(PluginEngineTest, AMalformedViewIsNamedByEngineOperationAndTensor) {
+  kvcheck_engine t{};
+  t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
+  t.struct_size = sizeof(kvcheck_engine);
+  t.name = "one-slot";
+  t.num_strategies = 1;
+  t.strategies = &kOneSlot;
+  t.cache_create = OneSlotCreate;
+  t.cache_append = MislabelledAppend;
+  t.cache_view = OneSlotView;
+  t.cache_destroy = OneSlotDestroy;
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const CacheHandle cache = *(*engine)->CreateCache(0, {});
+  const Tensor x = *Tensor::FromFloats(DType::kF32, {1, 1, 1, 2}, {1, 2});
+  const absl::StatusOr<CacheView> view = (*engine)->Append(cache, x, x, {});
+  EXPECT_EQ(view.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(view.status().message(), HasSubstr("one-slot cache_append returned k: dtype f16"));
+  (*engine)->Destroy(cache);
+}
+
 int32_t CreateNothing(int32_t, const kvcheck_cache_config*, kvcheck_cache** out, kvcheck_error*) {
   *out = nullptr;
   return KVCHECK_OK;
