@@ -242,22 +242,24 @@ inline bool isnan(float x) { return std::isnan(x); }
 inline bool isinf(float x) { return std::isinf(x); }
 inline bool isfinite(float x) { return std::isfinite(x); }
 
+// fast:: and precise:: name the same functions here: the emulator does not model fast::'s
+// ulps (README: what the emulator proves and what it does not).
 namespace fast {
-inline float exp(float x) { return std::exp(x); }
-inline float exp2(float x) { return std::exp2(x); }
-inline float log(float x) { return std::log(x); }
-inline float tanh(float x) { return std::tanh(x); }
-inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
-inline float max(float a, float b) { return std::fmax(a, b); }
-inline float min(float a, float b) { return std::fmin(a, b); }
+using metal::exp;
+using metal::exp2;
+using metal::log;
+using metal::max;
+using metal::min;
+using metal::rsqrt;
+using metal::tanh;
 }  // namespace fast
 
 namespace precise {
-inline float exp(float x) { return std::exp(x); }
-inline float exp2(float x) { return std::exp2(x); }
-inline float log(float x) { return std::log(x); }
-inline float tanh(float x) { return std::tanh(x); }
-inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+using metal::exp;
+using metal::exp2;
+using metal::log;
+using metal::rsqrt;
+using metal::tanh;
 }  // namespace precise
 
 // ---- Simd functions and barriers ------------------------------------------------------------
