@@ -2,8 +2,9 @@
 // The execution model of a Metal compute dispatch, on a CPU: every GPU thread is a fiber
 // (Boost.Context fcontext, not OS threads and not ucontext's syscalls), the threads of a
 // simdgroup (32 lanes) meet at every simd function, the threads of a threadgroup meet at
-// every barrier. Threadgroups run one after another; inside one, fibers run in thread-index
-// order until each reaches its next meeting point, so a dispatch is deterministic.
+// every barrier. Threadgroups run one after another; inside one, simdgroups run one after
+// another up to the next threadgroup barrier, their lanes in lane order up to each simd
+// function, so a dispatch is deterministic.
 //
 // Reductions use a documented butterfly order, so results are bitwise reproducible:
 //   simd_sum / simd_max / simd_min: for offset = 16, 8, 4, 2, 1 every lane combines its
