@@ -54,10 +54,13 @@ void FocusOnKey(KernelCase& c, int64_t b, int64_t kv_head) {
   }
 }
 
-// Special-value patterns: several elements, a whole query row, a whole tile of keys or values.
+// Special-value patterns: several elements, a whole query row, a whole tile of keys or values,
+// or the key or value of one slot that the newest query rows may see and the oldest (with the
+// default causal positions) may not: it must poison the first and never the second, even
+// when both share a tile of keys (0 x NaN in a matrix product).
 void InsertSpecials(KernelCase& c) {
   AttentionProblem& p = c.problem;
-  const int pattern = *rc::gen::element(0, 1, 2, 3);
+  const int pattern = *rc::gen::element(0, 1, 2, 3, 4);
   const float value = RoundToDType(*rc::gen::element(NAN, INFINITY, -INFINITY), p.output_dtype);
   if (pattern == 1 && p.q_len > 0) {  // a whole query row: every score of it is +-inf or NaN
     const int64_t row = *Uniform<int64_t>(0, p.batch * p.num_heads * p.q_len);
@@ -82,6 +85,21 @@ void InsertSpecials(KernelCase& c) {
     FocusOnKey(c, b, kv_head);
     c.notes.push_back(absl::StrCat(keys ? "k" : "v", " slots [", first, ", ", last, ") of b=", b,
                                    " KV head ", kv_head, " are all ", SpecialName(fill)));
+    return;
+  }
+  if (pattern == 4 && p.kv_len > 0) {
+    const bool keys = Sometimes(30);
+    const int64_t b = *Uniform<int64_t>(0, p.batch);
+    const int64_t kv_head = *Uniform<int64_t>(0, p.num_kv_heads);
+    const int64_t j = *Uniform<int64_t>(std::max<int64_t>(0, p.kv_len - p.q_len + 1), p.kv_len);
+    std::fill_n((keys ? p.k : p.v).begin() + p.KvIndex(b, kv_head, j, 0), p.head_dim, value);
+    FocusOnKey(c, b, kv_head);
+    const int64_t group = p.num_heads / p.num_kv_heads;
+    for (int64_t r = 0; r < std::min<int64_t>(group, 8); ++r) {  // the oldest query rows
+      c.focus_rows.push_back((b * p.num_heads + kv_head * group + r) * p.q_len);
+    }
+    c.notes.push_back(absl::StrCat(keys ? "k" : "v", " slot ", j, " of b=", b, " KV head ",
+                                   kv_head, " is all ", SpecialName(value)));
     return;
   }
   // A few elements anywhere.

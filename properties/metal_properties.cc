@@ -51,7 +51,8 @@ PropertySpec MetalKernelVsReference(const std::string& name, MetalKernel kernel,
 
 std::vector<PropertySpec> MetalProperties() {
   return {MetalKernelVsReference("metal_vector", metal_attention::MetalVectorAttention, 150),
-          MetalKernelVsReference("metal_2pass", metal_attention::MetalTwoPassAttention, 100)};
+          MetalKernelVsReference("metal_2pass", metal_attention::MetalTwoPassAttention, 100),
+          MetalKernelVsReference("metal_tiled", metal_attention::MetalTiledAttention, 150)};
 }
 
 }  // namespace kvcheck::properties

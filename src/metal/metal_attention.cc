@@ -143,4 +143,37 @@ absl::StatusOr<Tensor> MetalTwoPassAttention(const Tensor& q, const Tensor& k, c
   return w.out;
 }
 
+absl::StatusOr<Tensor> MetalTiledAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const AttentionParams& params) {
+  Prepared w;
+  KV_RETURN_IF_ERROR(Prepare(q, k, v, params, "metal_tiled", w));
+  if (w.out.num_elements() == 0) return w.out;
+  w.d.kernel = absl::StrCat("sdpa_tiled_", Suffix(q.dtype()));
+  w.d.threadgroups = {U32((w.p.q_len + kSdpaTiledRows - 1) / kSdpaTiledRows), U32(w.p.heads),
+                      U32(w.p.batch)};
+  w.d.threads_per_threadgroup = {U32(kSdpaTiledSimdgroups * 32), 1, 1};
+  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
+  return w.out;
+}
+
+MetalKernelChoice ChooseMetalKernel(int64_t q_len, int64_t kv_len) {
+  if (q_len > kVectorMaxRows) return MetalKernelChoice::kTiled;
+  return kv_len >= kTwoPassMinKeys ? MetalKernelChoice::kTwoPass : MetalKernelChoice::kVector;
+}
+
+absl::StatusOr<Tensor> MetalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionParams& params) {
+  // The shape decides; a malformed call gets ValidateAttention's error from whichever kernel.
+  const int64_t q_len = q.rank() == 4 ? q.dim(2) : 0, kv_len = k.rank() == 4 ? k.dim(2) : 0;
+  switch (ChooseMetalKernel(q_len, kv_len)) {
+    case MetalKernelChoice::kVector:
+      return MetalVectorAttention(q, k, v, params);
+    case MetalKernelChoice::kTwoPass:
+      return MetalTwoPassAttention(q, k, v, params);
+    case MetalKernelChoice::kTiled:
+      break;
+  }
+  return MetalTiledAttention(q, k, v, params);
+}
+
 }  // namespace kvcheck::metal_attention

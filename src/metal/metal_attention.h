@@ -26,6 +26,23 @@ absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, co
 absl::StatusOr<Tensor> MetalTwoPassAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const AttentionParams& params);
 
+// MetalTiledAttention: sdpa_tiled, 32 query rows per threadgroup of 4 simdgroups, keys 16
+// at a time, simdgroup_matrix products, base-2 online softmax. The same contract.
+absl::StatusOr<Tensor> MetalTiledAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const AttentionParams& params);
+
+// The dispatcher, candle's rule (spec section 4.1) with its thresholds named: one query row
+// goes to the vector kernel, or to the 2-pass kernel from kTwoPassMinKeys keys on; more rows
+// go to the tiled kernel.
+inline constexpr int64_t kVectorMaxRows = 1;
+inline constexpr int64_t kTwoPassMinKeys = 1024;
+enum class MetalKernelChoice { kVector, kTwoPass, kTiled };
+MetalKernelChoice ChooseMetalKernel(int64_t q_len, int64_t kv_len);
+
+// Runs the kernel ChooseMetalKernel picks.
+absl::StatusOr<Tensor> MetalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionParams& params);
+
 }  // namespace kvcheck::metal_attention
 
 #endif  // KVCHECK_SRC_METAL_METAL_ATTENTION_H_

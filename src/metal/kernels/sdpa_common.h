@@ -56,6 +56,41 @@ inline float MergedResult(float value, float total, bool poisoned) {
   return total > 0.0f ? value / total : 0.0f;
 }
 
+// The position of query row i (the contract's default: bottom-right, Skv - Sq + i).
+inline long QueryPosition(constant SdpaParams& p, const device long* q_positions, int b, int i) {
+  return p.has_positions ? q_positions[b * p.q_len + i] : long(p.kv_len - p.q_len + i);
+}
+
+// Whether query row i (at qpos) may see key j: explicit positions (-1: an empty slot on either
+// side), causality, the sliding window, and the mask (-inf removes the key: its k and v are
+// never used). `kpos` and the mask's value `bias` are set for an allowed key.
+inline bool KeyAllowed(constant SdpaParams& p, const device float* mask,
+                       const device long* kv_positions, long qpos, int i, int j, int h, int b,
+                       thread long& kpos, thread float& bias) {
+  kpos = p.has_positions ? kv_positions[b * p.kv_len + j] : long(j);
+  bias = 0.0f;
+  if (qpos < 0 || kpos < 0) return false;
+  if (p.causal && kpos > qpos) return false;
+  if (p.window > 0 && qpos - kpos >= p.window) return false;
+  if (p.has_mask) {
+    const int mb = p.mask_batch == 1 ? 0 : b, mh = p.mask_heads == 1 ? 0 : h;
+    bias = mask[mb * p.mask_strides[0] + mh * p.mask_strides[1] + i * p.mask_strides[2] +
+                j * p.mask_strides[3]];
+    if (bias == -numeric_limits<float>::infinity()) return false;
+  }
+  return true;
+}
+
+// An allowed key's score from its f32 dot product, in the contract's order: scale, softcap,
+// ALiBi, mask, one rounding each.
+inline float FinalScore(constant SdpaParams& p, const device float* alibi, float dot, int h,
+                        long kpos, long qpos, float bias) {
+  float score = dot * p.scale;
+  if (p.softcap > 0.0f) score = p.softcap * precise::tanh(score / p.softcap);
+  if (p.has_alibi) score += alibi[h] * float(kpos - qpos);
+  return score + bias;
+}
+
 // Simdgroups: the threadgroup's simdgroup count (32 for sdpa_vector, fewer for a block of
 // the 2-pass kernel); maxima and sums hold Simdgroups floats, partials Simdgroups x 64.
 template <typename T, int Simdgroups>
@@ -67,9 +102,9 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
                 device float* partial_out, device float* partial_max, device float* partial_sum) {
   const int kh = h / (p.heads / p.kv_heads);
   const int D = p.head_dim;
-  const long qpos = p.has_positions ? q_positions[b * p.q_len + i] : long(p.kv_len - p.q_len + i);
+  const long qpos = QueryPosition(p, q_positions, b, i);
 
-  // This lane's query elements, pre-scaled in f32.
+  // This lane's query elements, in f32 (the scale applies to the dot product).
   float q_local[kMaxPerLane];
   for (int r = 0; r < kMaxPerLane; ++r) {
     const int d = lane + r * kLanes;
@@ -85,17 +120,9 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
 
   // An empty query slot (qpos < 0) sees no key: its row is 0.
   for (int j = begin + simd_group; j < end && qpos >= 0; j += Simdgroups) {
-    const long kpos = p.has_positions ? kv_positions[b * p.kv_len + j] : long(j);
-    if (kpos < 0) continue;
-    if (p.causal && kpos > qpos) continue;
-    if (p.window > 0 && qpos - kpos >= p.window) continue;
-    float bias = 0.0f;
-    if (p.has_mask) {
-      const int mb = p.mask_batch == 1 ? 0 : b, mh = p.mask_heads == 1 ? 0 : h;
-      bias = mask[mb * p.mask_strides[0] + mh * p.mask_strides[1] + i * p.mask_strides[2] +
-                  j * p.mask_strides[3]];
-      if (bias == -numeric_limits<float>::infinity()) continue;  // removed: its v never read
-    }
+    long kpos;
+    float bias;
+    if (!KeyAllowed(p, mask, kv_positions, qpos, i, j, h, b, kpos, bias)) continue;
     float partial = 0.0f;
     for (int r = 0; r < kMaxPerLane; ++r) {
       const int d = lane + r * kLanes;
@@ -104,10 +131,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
                                         j * p.k_strides[2] + d * p.k_strides[3]]);
       }
     }
-    float score = simd_sum(partial) * p.scale;
-    if (p.softcap > 0.0f) score = p.softcap * precise::tanh(score / p.softcap);
-    if (p.has_alibi) score += alibi[h] * float(kpos - qpos);
-    score += bias;
+    const float score = FinalScore(p, alibi, simd_sum(partial), h, kpos, qpos, bias);
     // Online softmax, each weight exp(score - max) as the contract writes it: a NaN score
     // makes the weights NaN (never hidden by a max), and so does an infinite one
     // (exp(inf - inf)).

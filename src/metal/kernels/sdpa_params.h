@@ -16,4 +16,14 @@ struct SdpaParams {
   int has_alibi, has_mask, has_positions;
 };
 
+// The tiled prefill kernel's shape (sdpa_tiled.metal), which the host's grid follows: a
+// threadgroup of kSdpaTiledSimdgroups simdgroups takes kSdpaTiledRows query rows (8 per
+// simdgroup, one 8 x 8 fragment row) and walks the keys kSdpaTiledKeys at a time.
+enum SdpaTiling {
+  kSdpaTiledRows = 32,
+  kSdpaTiledKeys = 16,
+  kSdpaTiledSimdgroups = 4,
+  kSdpaMaxHeadDim = 256,
+};
+
 #endif  // KVCHECK_SRC_METAL_KERNELS_SDPA_PARAMS_H_

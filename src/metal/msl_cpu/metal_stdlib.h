@@ -311,14 +311,13 @@ T simd_broadcast(T x, ushort lane, kvcheck::metal::CallSite where = {}) {
 
 // ---- simdgroup_matrix ---------------------------------------------------------------------
 // An 8 x 8 matrix spread over the 32 lanes of a simdgroup, two elements per lane, in the
-// layout MLX's steel kernels assume: lane l holds row fm and columns fn, fn + 1 with
-// q = l / 4, fm = (q & 4) + (l / 2) % 4, fn = (q & 2) * 2 + (l % 2) * 2. Loads and stores are
-// per lane; a product gathers both operands from every lane (SimdAllGatherBytes), so every
-// lane must take part, and computes its two elements as sum over k = 0..7 in that order in
-// f32, rounded once to T (Apple does not document its order: this is the emulator's).
+// layout MLX's steel kernels assume (simt_executor.h, SimdMatrixRow / SimdMatrixCol). Loads
+// and stores are per lane; a product is a simd function (every lane must take part) that forms
+// A B + C once for the simdgroup in f32, sums over k = 0..7 in that order, and rounds each
+// lane's two elements once to T.
 
-inline int SimdMatrixRow(uint lane) { return int((lane / 4) & 4) + int((lane / 2) % 4); }
-inline int SimdMatrixCol(uint lane) { return int((lane / 4) & 2) * 2 + int(lane % 2) * 2; }
+using kvcheck::metal::SimdMatrixCol;
+using kvcheck::metal::SimdMatrixRow;
 
 template <typename T, int Rows, int Cols>
 struct simdgroup_matrix {
@@ -376,28 +375,12 @@ void simdgroup_multiply_accumulate(simdgroup_matrix<T, 8, 8>& d,
                                    const simdgroup_matrix<B, 8, 8>& b,
                                    const simdgroup_matrix<C, 8, 8>& c,
                                    kvcheck::metal::CallSite where = {}) {
-  // Every lane's two elements of a and b, gathered as floats.
-  const float mine[4] = {float(a.elements.x), float(a.elements.y), float(b.elements.x),
-                         float(b.elements.y)};
-  float all[32][4];
-  kvcheck::metal::SimdAllGatherBytes(mine, all, sizeof mine, where);
-  float full_a[8][8], full_b[8][8];
-  for (uint l = 0; l < 32; ++l) {
-    const int r = SimdMatrixRow(l), col = SimdMatrixCol(l);
-    full_a[r][col] = all[l][0];
-    full_a[r][col + 1] = all[l][1];
-    full_b[r][col] = all[l][2];
-    full_b[r][col + 1] = all[l][3];
-  }
-  const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
-  const int r = SimdMatrixRow(lane), col = SimdMatrixCol(lane);
-  vec<T, 2> result;
-  for (int t = 0; t < 2; ++t) {
-    float sum = float(c.elements[t]);
-    for (int k = 0; k < 8; ++k) sum += full_a[r][k] * full_b[k][col + t];
-    result[t] = T(sum);
-  }
-  d.elements = result;
+  const float ea[2] = {float(a.elements.x), float(a.elements.y)};
+  const float eb[2] = {float(b.elements.x), float(b.elements.y)};
+  const float ec[2] = {float(c.elements.x), float(c.elements.y)};
+  float ed[2];
+  kvcheck::metal::SimdMatrixMultiplyAccumulate(ea, eb, ec, ed, where);
+  d.elements = vec<T, 2>(T(ed[0]), T(ed[1]));
 }
 
 template <typename T, typename A, typename B>

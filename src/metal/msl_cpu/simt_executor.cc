@@ -38,7 +38,7 @@ enum class Wait { kRunnable, kBarrier, kSimd, kExited, kFailed };
 
 // What a lane asks of its simdgroup at a simd function.
 enum class SimdOp {
-  kSumF, kMaxF, kMinF, kSumI, kSumU, kShuffleXor, kBroadcast, kAllGather, kBarrier
+  kSumF, kMaxF, kMinF, kSumI, kSumU, kShuffleXor, kBroadcast, kMatrixMultiply, kBarrier
 };
 
 const char* SimdOpName(SimdOp op) {
@@ -55,8 +55,8 @@ const char* SimdOpName(SimdOp op) {
       return "simd_shuffle_xor";
     case SimdOp::kBroadcast:
       return "simd_broadcast";
-    case SimdOp::kAllGather:
-      return "simdgroup_matrix operation";
+    case SimdOp::kMatrixMultiply:
+      return "simdgroup_multiply_accumulate";
     case SimdOp::kBarrier:
       return "simdgroup_barrier";
   }
@@ -76,7 +76,6 @@ struct Thread {
   unsigned char out[kMaxSimdBytes];
   size_t size = 0;
   uint32_t arg = 0;
-  void* gather_out = nullptr;  // kAllGather: 32 x size bytes, lane order
   std::string error;
   std::byte* stack = nullptr;
   size_t stack_size = 0;
@@ -171,14 +170,15 @@ Thread& Self(const char* what) {
   return *current_thread;
 }
 
+// `size` bytes in from every lane; `out_size` bytes back (the same unless given).
 void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg,
-              const CallSite& where, void* gather_out = nullptr) {
+              const CallSite& where, size_t out_size = SIZE_MAX) {
+  if (out_size == SIZE_MAX) out_size = size;
   if (size > kMaxSimdBytes) {
     throw std::length_error(absl::StrCat(SimdOpName(op), " of more than ", kMaxSimdBytes,
                                          " bytes"));
   }
   Thread& t = Self(SimdOpName(op));
-  t.gather_out = gather_out;
   t.wait = Wait::kSimd;
   t.op = op;
   t.site = where;
@@ -186,7 +186,7 @@ void SimdCall(SimdOp op, const void* value, void* out, size_t size, uint32_t arg
   t.arg = arg;
   if (size > 0) std::memcpy(t.in, value, size);
   Park();
-  if (size > 0 && out != nullptr) std::memcpy(out, t.out, size);
+  if (out_size > 0 && out != nullptr) std::memcpy(out, t.out, out_size);
 }
 
 // A reduction of one scalar over the simdgroup.
@@ -216,6 +216,38 @@ void Butterfly(std::vector<Thread>& threads, const LaneThreads& lanes, const Lan
   }
   for (uint32_t l = 0; l < kSimdWidth; ++l) {
     if (present[l]) std::memcpy(threads[lanes[l]].out, &v[l], sizeof(T));
+  }
+}
+
+// kMatrixMultiply: each lane's `in` holds its elements a0 a1 b0 b1 c0 c1 (floats); `out` gets
+// its two of A B + C, formed once for the simdgroup.
+void MultiplyAccumulate(std::vector<Thread>& threads, const LaneThreads& lanes,
+                        const LaneFlags& present) {
+  float a[8][8], b[8][8], c[8][8];
+  for (uint32_t l = 0; l < kSimdWidth; ++l) {
+    float e[6];
+    if (present[l]) {
+      std::memcpy(e, threads[lanes[l]].in, sizeof e);
+    } else {
+      std::fill(e, e + 6, std::numeric_limits<float>::quiet_NaN());
+    }
+    const int r = SimdMatrixRow(l), col = SimdMatrixCol(l);
+    for (int t = 0; t < 2; ++t) {
+      a[r][col + t] = e[t];
+      b[r][col + t] = e[2 + t];
+      c[r][col + t] = e[4 + t];
+    }
+  }
+  for (uint32_t l = 0; l < kSimdWidth; ++l) {
+    if (!present[l]) continue;
+    const int r = SimdMatrixRow(l), col = SimdMatrixCol(l);
+    float d[2];
+    for (int t = 0; t < 2; ++t) {
+      float sum = c[r][col + t];
+      for (int k = 0; k < 8; ++k) sum += a[r][k] * b[k][col + t];
+      d[t] = sum;
+    }
+    std::memcpy(threads[lanes[l]].out, d, sizeof d);
   }
 }
 
@@ -267,19 +299,8 @@ void CompleteSimd(std::vector<Thread>& threads, const LaneThreads& lanes) {
         }
       }
       break;
-    case SimdOp::kAllGather:
-      for (uint32_t l = 0; l < kSimdWidth; ++l) {
-        if (!present[l]) continue;
-        Thread& t = threads[lanes[l]];
-        auto* out = static_cast<unsigned char*>(t.gather_out);
-        for (uint32_t from = 0; from < kSimdWidth; ++from) {
-          if (present[from]) {
-            std::memcpy(out + from * t.size, threads[lanes[from]].in, t.size);
-          } else {
-            std::memset(out + from * t.size, 0xFF, t.size);
-          }
-        }
-      }
+    case SimdOp::kMatrixMultiply:
+      MultiplyAccumulate(threads, lanes, present);
       break;
     case SimdOp::kBarrier:
       break;
@@ -523,8 +544,10 @@ void SimdShuffleXorBytes(const void* value, void* out, size_t size, uint32_t mas
   SimdCall(SimdOp::kShuffleXor, value, out, size, mask, where);
 }
 
-void SimdAllGatherBytes(const void* value, void* all, size_t size, CallSite where) {
-  SimdCall(SimdOp::kAllGather, value, nullptr, size, 0, where, all);
+void SimdMatrixMultiplyAccumulate(const float a[2], const float b[2], const float c[2],
+                                  float d[2], CallSite where) {
+  const float in[6] = {a[0], a[1], b[0], b[1], c[0], c[1]};
+  SimdCall(SimdOp::kMatrixMultiply, in, d, sizeof in, 0, where, 2 * sizeof(float));
 }
 
 void SimdBroadcastBytes(const void* value, void* out, size_t size, uint32_t lane,

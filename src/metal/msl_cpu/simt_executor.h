@@ -104,9 +104,17 @@ void SimdShuffleXorBytes(const void* value, void* out, size_t size, uint32_t mas
                          CallSite where);
 void SimdBroadcastBytes(const void* value, void* out, size_t size, uint32_t lane,
                         CallSite where);
-// Every lane's `size` bytes (up to 64), in lane order, into `all` (32 x size bytes) on every
-// lane: the exchange behind simdgroup_matrix products. Absent lanes' entries are poison.
-void SimdAllGatherBytes(const void* value, void* all, size_t size, CallSite where);
+// simdgroup_matrix<T, 8, 8>'s lane layout (Apple's, as MLX's steel kernels assume it): lane l
+// holds row SimdMatrixRow(l), columns SimdMatrixCol(l) and SimdMatrixCol(l) + 1.
+inline int SimdMatrixRow(uint32_t lane) { return int((lane / 4) & 4) + int((lane / 2) % 4); }
+inline int SimdMatrixCol(uint32_t lane) { return int((lane / 4) & 2) * 2 + int(lane % 2) * 2; }
+// D = A B + C for 8 x 8 matrices spread over the simdgroup in that layout: every lane gives its
+// two elements of A, B and C (widened to f32) and gets its two of D, each computed in f32 as
+// C(r, c) + A(r, 0) B(0, c) + ... + A(r, 7) B(7, c), in that order, one rounding per step (Apple
+// does not document its order: this is the emulator's). The product is formed once per
+// simdgroup. An absent lane's elements are NaN.
+void SimdMatrixMultiplyAccumulate(const float a[2], const float b[2], const float c[2],
+                                  float d[2], CallSite where);
 template <typename T>
 T SimdShuffleXor(T value, uint32_t mask,
                  CallSite where = {}) {
