@@ -46,12 +46,15 @@ std::vector<const AttentionKernel*> DecoderKernels(const Subject& subject) {
   constexpr uint32_t kNeeded = kFeatureCausal | kFeatureWindow | kFeaturePositions | kFeatureGqa;
   std::vector<const AttentionKernel*> kernels;
   for (const AttentionKernel& kernel : subject.kernels) {
-    if ((kernel.features & kNeeded) == kNeeded && kernel.supports(DType::kF32)) {
+    if ((kernel.features & kNeeded) == kNeeded && kernel.supports(DType::kF32) &&
+        !kernel.behind_dispatcher) {
       kernels.push_back(&kernel);
     }
   }
   if (kernels.empty()) {
-    for (const AttentionKernel& kernel : AttentionKernels()) kernels.push_back(&kernel);
+    for (const AttentionKernel& kernel : AttentionKernels()) {
+      if (!kernel.behind_dispatcher) kernels.push_back(&kernel);
+    }
   }
   return kernels;
 }

@@ -283,11 +283,12 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     // Prefill rows cut down so that one case's kernel work stays bounded.
     const int64_t per_row = p.batch * p.num_heads * std::max<int64_t>(1, p.kv_len) * p.head_dim;
     p.q_len = std::max<int64_t>(1, std::min(p.q_len, kWorkBudget / per_row));
-    // Positions: default (queries are the newest keys), a ring cache's slot order, or varlen
-    // rows padded with empty slots (-1).
+    // Positions: default (queries are the newest keys), a ring cache's slot order, varlen
+    // rows padded with empty slots (-1), or explicit positions on one side only (the other
+    // default): queries a few positions back, or keys a few positions on.
     c.positions_kind = "default";
     if (has(kFeaturePositions) && Sometimes(50)) {
-      c.positions_kind = *rc::gen::element<std::string>("ring", "varlen");
+      c.positions_kind = *rc::gen::element<std::string>("ring", "varlen", "q only", "kv only");
     }
     if (c.positions_kind == "ring" && p.kv_len > 0) {
       SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50));  // tokens appended so far
@@ -298,6 +299,16 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
         lengths.push_back(LengthNear({0, 1, p.kv_len - 1, p.kv_len}, 0, p.kv_len));
       }
       SetVarlenPositions(p, lengths);
+    } else if (c.positions_kind == "q only") {
+      const int64_t back = *Uniform<int64_t>(0, 4);
+      for (int64_t b = 0; b < p.batch; ++b) {
+        for (int64_t i = 0; i < p.q_len; ++i) p.q_positions.push_back(p.kv_len - p.q_len + i - back);
+      }
+    } else if (c.positions_kind == "kv only") {
+      const int64_t on = *Uniform<int64_t>(0, 4);
+      for (int64_t b = 0; b < p.batch; ++b) {
+        for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(j + on);
+      }
     } else {
       c.positions_kind = "default";
     }

@@ -2,6 +2,7 @@
 
 #include "src/attention/flash_attention.h"
 #include "src/attention/naive_attention.h"
+#include "src/metal/metal_attention.h"
 
 namespace kvcheck {
 namespace {
@@ -34,7 +35,19 @@ absl::StatusOr<Tensor> RunFlashSplit3(const Tensor& q, const Tensor& k, const Te
   return FlashAttention(q, k, v, params, {.num_threads = num_threads, .kv_splits = 3});
 }
 
-// name, summary, run, threaded.
+// The Metal kernels on the SIMT emulator (one thread: the emulator runs a dispatch on the
+// calling thread).
+template <absl::StatusOr<Tensor> (*kKernel)(const Tensor&, const Tensor&, const Tensor&,
+                                            const AttentionParams&)>
+absl::StatusOr<Tensor> RunMetal(const Tensor& q, const Tensor& k, const Tensor& v,
+                                const AttentionParams& params, int) {
+  return kKernel(q, k, v, params);
+}
+
+// The emulator's budget per call (B * H * Sq * Skv): about 50 ms a call here.
+constexpr int64_t kMetalRowKeys = 16384;
+
+// name, summary, run, threaded (, features, dtypes, max_row_keys, behind_dispatcher).
 const AttentionKernel kKernels[] = {
     {"naive", "matmul + softmax (OpenBLAS), KV heads repeated per query head", RunNaive, false},
     {"naive/grouped", "matmul + softmax, query heads of a KV head stacked in one product",
@@ -43,9 +56,26 @@ const AttentionKernel kKernels[] = {
     {"flash/scalar", "CPU flash attention, scalar path", RunFlashScalar, true},
     {"flash/split3", "CPU flash attention, three key-range splits merged", RunFlashSplit3,
      true},
+    {"metal_vector", "Metal sdpa_vector (one row per threadgroup) on the SIMT emulator",
+     RunMetal<metal_attention::MetalVectorAttention>, false, kAllKernelFeatures, 0x7,
+     kMetalRowKeys, true},
+    {"metal_2pass", "Metal sdpa_2pass (32 key blocks, then a merge) on the SIMT emulator",
+     RunMetal<metal_attention::MetalTwoPassAttention>, false, kAllKernelFeatures, 0x7,
+     kMetalRowKeys, true},
+    {"metal_tiled", "Metal sdpa_tiled (32 x 16 tiles, simdgroup_matrix) on the SIMT emulator",
+     RunMetal<metal_attention::MetalTiledAttention>, false, kAllKernelFeatures, 0x7,
+     4 * kMetalRowKeys, true},
+    {"metal", "Metal dispatcher (vector, 2-pass from 1024 keys, tiled for Sq > 1), emulated",
+     RunMetal<metal_attention::MetalAttention>, false, kAllKernelFeatures, 0x7, kMetalRowKeys},
 };
 
 }  // namespace
+
+bool AttentionKernel::admits(const Tensor& q, const Tensor& k) const {
+  if (max_row_keys == 0 || q.rank() != 4 || k.rank() != 4) return true;
+  const int64_t rows = q.dim(0) * q.dim(1) * q.dim(2);
+  return k.dim(2) == 0 || rows <= max_row_keys / k.dim(2);
+}
 
 absl::Span<const AttentionKernel> AttentionKernels() { return kKernels; }
 

@@ -79,7 +79,8 @@ absl::Status Prepare(const Tensor& q, const Tensor& k, const Tensor& v,
   p.window = static_cast<long>(params.window);
   p.has_alibi = params.alibi_slopes.empty() ? 0 : 1;
   p.has_mask = params.mask.has_value() ? 1 : 0;
-  p.has_positions = params.q_positions.empty() ? 0 : 1;
+  p.has_q_positions = params.q_positions.empty() ? 0 : 1;
+  p.has_kv_positions = params.kv_positions.empty() ? 0 : 1;
   msl::DispatchDescription& d = w.d;
   d.buffers[0] = Bind(q);
   d.buffers[1] = Bind(k);

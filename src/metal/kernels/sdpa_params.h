@@ -13,7 +13,8 @@ struct SdpaParams {
   float scale, softcap;        // softcap 0: off
   int causal;
   long window;                 // 0: off
-  int has_alibi, has_mask, has_positions;
+  int has_alibi, has_mask;
+  int has_q_positions, has_kv_positions;  // each may come without the other
 };
 
 // The tiled prefill kernel's shape (sdpa_tiled.metal), which the host's grid follows: a

@@ -115,7 +115,7 @@ template <typename T>
   // to the threadgroup's last row (clamped: the last row may lie past Sq).
   const int key_blocks = (p.kv_len + kSdpaTiledKeys - 1) / kSdpaTiledKeys;
   int block_limit = key_blocks;
-  if (p.causal && !p.has_positions) {
+  if (p.causal && !p.has_q_positions && !p.has_kv_positions) {
     const long last_qpos = long(p.kv_len - p.q_len) + (int(group.x) + 1) * kSdpaTiledRows - 1;
     block_limit = min(key_blocks, max(0, int((last_qpos + kSdpaTiledKeys) / kSdpaTiledKeys)));
   }
