@@ -2,7 +2,8 @@
 // The emulator's <metal_stdlib>: what a .metal kernel sees once msl_translate has turned it
 // into C++ (msl_translate.cc). Supported subset, growing with the kernels that need it:
 //   - address spaces `device`, `constant`, `thread`, `threadgroup` (qualifiers vanish;
-//     threadgroup declarations in a function are shared per threadgroup by the translator);
+//     threadgroup declarations in a function are shared per threadgroup by the translator;
+//     `device T*` becomes a bounds-checked DevicePtr<T>, device_pointer.h);
 //   - scalars: bool, char, uchar, short, ushort, int, uint, long, ulong, float, `half` (IEEE
 //     binary16; every half operation rounds its f32 result to nearest even, as the GPU's) and
 //     `bfloat` (the same with 8 significand bits);
@@ -346,8 +347,9 @@ simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T value) {
 
 // Element (r, c) at src[(origin.y + r) * elements_per_row + origin.x + c]; transposed, at
 // src[(origin.y + c) * elements_per_row + origin.x + r].
-template <typename T, typename U, int R, int C>
-void simdgroup_load(simdgroup_matrix<T, R, C>& m, const U* src, ulong elements_per_row = 8,
+// `src` / `dst`: a threadgroup or thread pointer, or a (bounds-checked) device pointer.
+template <typename T, typename Pointer, int R, int C>
+void simdgroup_load(simdgroup_matrix<T, R, C>& m, Pointer src, ulong elements_per_row = 8,
                     vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
   const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
   const long r = SimdMatrixRow(lane), c = SimdMatrixCol(lane);
@@ -357,15 +359,15 @@ void simdgroup_load(simdgroup_matrix<T, R, C>& m, const U* src, ulong elements_p
   }
 }
 
-template <typename T, typename U, int R, int C>
-void simdgroup_store(const simdgroup_matrix<T, R, C>& m, U* dst, ulong elements_per_row = 8,
+template <typename T, typename Pointer, int R, int C>
+void simdgroup_store(const simdgroup_matrix<T, R, C>& m, Pointer dst, ulong elements_per_row = 8,
                      vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
   const uint lane = kvcheck::metal::CurrentThread().thread_index_in_simdgroup;
   const long r = SimdMatrixRow(lane), c = SimdMatrixCol(lane);
   for (int t = 0; t < 2; ++t) {
     const long row = transpose ? c + t : r, col = transpose ? r : c + t;
-    dst[(long(origin.y) + row) * long(elements_per_row) + long(origin.x) + col] =
-        U(m.elements[t]);
+    auto& element = dst[(long(origin.y) + row) * long(elements_per_row) + long(origin.x) + col];
+    element = std::remove_reference_t<decltype(element)>(m.elements[t]);
   }
 }
 

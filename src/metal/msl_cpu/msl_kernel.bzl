@@ -2,13 +2,22 @@
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-def msl_kernel_library(name, srcs, deps = [], **kwargs):
-    """Translates each .metal file and compiles it; the kernels register themselves.
+def msl_kernel_library(name, srcs, hdrs = [], deps = [], defines = [], prefix = "", **kwargs):
+    """Translates each .metal file (with the headers it includes) and compiles it.
+
+    The kernels register themselves under their [[host_name]] (or function name), after
+    `prefix`: a variant of the same sources built with other `defines` (a defect model, say)
+    registers beside the original, and links into the same binary (each translation sits in
+    an anonymous namespace).
 
     Args:
       name: the cc_library.
       srcs: .metal files.
-      deps: further cc dependencies (headers the kernels include).
+      hdrs: headers the .metal files include with #include "..." (next to them): inlined and
+        translated with them.
+      deps: further cc dependencies.
+      defines: macros for this library's translation units only (-D, not propagated).
+      prefix: prepended to every registered kernel name.
       **kwargs: passed to cc_library (visibility, testonly, tags).
     """
     outs = []
@@ -16,9 +25,10 @@ def msl_kernel_library(name, srcs, deps = [], **kwargs):
         out = name + "_" + src.replace("/", "_").replace(".metal", "") + ".msl.cc"
         native.genrule(
             name = out + "_gen",
-            srcs = [src],
+            srcs = [src] + hdrs,
             outs = [out],
-            cmd = "$(location //src/metal/msl_cpu:msl_translate) $(location " + src + ") $@",
+            cmd = "$(location //src/metal/msl_cpu:msl_translate) $(location " + src + ") $@" +
+                  (" --prefix=" + prefix if prefix else ""),
             tools = ["//src/metal/msl_cpu:msl_translate"],
             testonly = kwargs.get("testonly", False),
         )
@@ -27,7 +37,8 @@ def msl_kernel_library(name, srcs, deps = [], **kwargs):
         name = name,
         srcs = outs,
         # A kernel's parameters may go unused in a variant; MSL idioms C++ warns about.
-        copts = ["-Wno-unused-parameter", "-Wno-unused-variable", "-Wno-unused-but-set-variable"],
+        copts = ["-Wno-unused-parameter", "-Wno-unused-variable", "-Wno-unused-but-set-variable"] +
+                ["-D" + d for d in defines],
         deps = deps + ["//src/metal/msl_cpu:metal_stdlib"],
         alwayslink = True,  # the kernels register themselves from static initialisers
         **kwargs

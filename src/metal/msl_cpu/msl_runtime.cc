@@ -16,8 +16,9 @@ std::map<std::string, void (*)()>& Registry() {
 // The dispatch running on this OS thread (fibers of one dispatch share it), and its buffer
 // bindings by index (every kernel parameter reads one per thread: no map lookup there).
 thread_local const DispatchDescription* current = nullptr;
-constexpr int kMaxBufferIndex = 31;  // Metal's argument table has 31 buffer slots
+constexpr int kMaxBufferIndex = 30;  // Metal's argument table has 31 buffer slots
 thread_local void* current_buffers[kMaxBufferIndex + 1] = {};
+thread_local BufferBounds current_bounds[kMaxBufferIndex + 1] = {};
 
 const DispatchDescription& Current(const char* what) {
   if (current == nullptr) {
@@ -27,6 +28,13 @@ const DispatchDescription& Current(const char* what) {
 }
 
 }  // namespace
+
+void ThrowOutOfBounds(const BufferBounds& bounds, int64_t byte, size_t size) {
+  throw std::out_of_range(absl::StrCat(
+      "out-of-bounds device memory access: ", size, " bytes at byte ", byte,
+      " from the start of [[buffer(", bounds.index, ")]], whose allocation spans bytes [",
+      bounds.first, ", ", bounds.last, ") from there"));
+}
 
 KernelRegistration::KernelRegistration(const char* name, void (*run)()) {
   Registry()[name] = run;
@@ -61,9 +69,11 @@ absl::Status Dispatch(const DispatchDescription& description) {
   for (const auto& [index, buffer] : description.buffers) {
     if (index < 0 || index > kMaxBufferIndex) {
       return absl::InvalidArgumentError(absl::StrCat("kernel '", description.kernel,
-                                                     "': buffer index ", index, " (0..31)"));
+                                                     "': buffer index ", index, " (0..30)"));
     }
     current_buffers[index] = static_cast<char*>(buffer.data) + buffer.offset;
+    current_bounds[index] = {-static_cast<int64_t>(buffer.offset),
+                             static_cast<int64_t>(buffer.bytes - buffer.offset), index};
   }
   current = &description;
   void (*run)() = it->second;
@@ -77,7 +87,7 @@ AnyPointer Buffer(int index) {
   if (index < 0 || index > kMaxBufferIndex || current_buffers[index] == nullptr) {
     throw std::out_of_range(absl::StrCat("[[buffer(", index, ")]] is not bound"));
   }
-  return {current_buffers[index]};
+  return {current_buffers[index], current_bounds[index]};
 }
 
 AnyPointer ThreadgroupArgument(int index) {
@@ -87,7 +97,7 @@ AnyPointer ThreadgroupArgument(int index) {
     throw std::out_of_range(absl::StrCat("[[threadgroup(", index, ")]] has no length set"));
   }
   // The map entry's address names the declaration: one block per index and threadgroup.
-  return {metal::ThreadgroupMemory(&it->second, it->second, 16)};
+  return {metal::ThreadgroupMemory(&it->second, it->second, 16), {}};
 }
 
 ConstantValue FunctionConstantValue(int index, const char* name) {

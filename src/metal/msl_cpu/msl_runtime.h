@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "src/metal/msl_cpu/device_pointer.h"
 #include "src/metal/msl_cpu/simt_executor.h"
 
 namespace kvcheck::msl {
@@ -64,15 +65,25 @@ class KernelRegistration {
   KernelRegistration(const char* name, void (*run)());
 };
 
-// A pointer (or reference) of whatever type the parameter declares.
+// A pointer (or reference) of whatever type the parameter declares: a bounds-checked
+// DevicePtr for a `device T*` buffer parameter, a reference for `constant T&` (checked to fit
+// in the buffer), a raw pointer for threadgroup memory.
 struct AnyPointer {
   void* pointer;
+  BufferBounds bounds;  // index -1: not a buffer
+  template <typename T>
+  operator DevicePtr<T>() const {
+    return DevicePtr<T>(static_cast<T*>(pointer), bounds);
+  }
   template <typename T>
   operator T*() const {
     return static_cast<T*>(pointer);
   }
   template <typename T>
   operator T&() const {
+    if (bounds.index >= 0 && (bounds.first > 0 || static_cast<int64_t>(sizeof(T)) > bounds.last)) {
+      ThrowOutOfBounds(bounds, 0, sizeof(T));
+    }
     return *static_cast<T*>(pointer);
   }
 };

@@ -46,6 +46,35 @@ TEST(MslRuntimeTest, GroupSumWithBuffersConstantsAndThreadgroupMemory) {
   }
 }
 
+TEST(MslRuntimeTest, AnOutOfBoundsDeviceReadIsAnErrorNamingTheBufferAndThread) {
+  std::vector<float> in(64, 1.0f), out(64);
+  uint32_t n = 64;
+  DispatchDescription d;
+  d.kernel = "off_by_one_read";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(in)}, {1, Bind(out)}, {2, {&n, sizeof n, 0}}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(), HasSubstr("thread (63, 0, 0)"));
+  EXPECT_THAT(status.message(), HasSubstr("out-of-bounds device memory access: 4 bytes at byte "
+                                          "256 from the start of [[buffer(0)]]"));
+  // With one more element the same kernel stays inside.
+  std::vector<float> longer(65, 1.0f);
+  d.buffers[0] = Bind(longer);
+  EXPECT_TRUE(Dispatch(d).ok());
+}
+
+TEST(MslRuntimeTest, AConstantReferenceMustFitInItsBuffer) {
+  std::vector<float> in(65, 1.0f), out(64);
+  uint16_t too_small = 64;
+  DispatchDescription d;
+  d.kernel = "off_by_one_read";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(in)}, {1, Bind(out)}, {2, {&too_small, sizeof too_small, 0}}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_THAT(status.message(), HasSubstr("4 bytes at byte 0 from the start of [[buffer(2)]]"));
+}
+
 TEST(MslRuntimeTest, HalfInputsAndAByteOffset) {
   // The input binding starts 32 elements into its buffer (setBuffer:offset: in bytes).
   std::vector<uint16_t> in(32 + 64);

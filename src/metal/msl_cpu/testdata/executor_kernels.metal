@@ -64,3 +64,14 @@ kernel void matrix_product(const device float* a [[buffer(0)]],
   simdgroup_multiply_accumulate(mc, ma, mb, identity);
   simdgroup_store(mc, c);
 }
+
+// Reads one element past the end of its input (the last thread's in[tid + 1]), and one before
+// the start of a binding at a byte offset (the first thread's in[tid - 1] is inside the
+// allocation: not an error, as on a GPU).
+kernel void off_by_one_read(const device float* in [[buffer(0)]],
+                            device float* out [[buffer(1)]],
+                            constant uint& n [[buffer(2)]],
+                            uint tid [[thread_index_in_threadgroup]]) {
+  const device float* shifted = in + 1;
+  out[tid] = tid + 1 < n ? shifted[tid] : shifted[tid] + in[0];
+}
