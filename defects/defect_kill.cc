@@ -6,6 +6,7 @@
 #include "properties/cache_machine.h"
 #include "properties/cache_properties.h"
 #include "properties/generation_properties.h"
+#include "properties/metal_properties.h"
 #include "src/base/check.h"
 
 namespace kvcheck::defects {
@@ -25,6 +26,8 @@ properties::PropertySpec KillingProperty(const Defect& defect) {
     case Killer::kPrecisionEnvelope:
       return properties::PrecisionEnvelopeLawProperty(defect.name, defect.kernel,
                                                       kKernelLawBudget);
+    case Killer::kMetalKernelLaws:
+      return properties::MetalKernelLawProperty(defect.name, defect.kernel, kMetalKernelBudget);
     case Killer::kGenerationLaws: {
       const properties::GeneratorFactory factory = defect.generator;
       const std::string name = absl::StrCat("generation/", defect.name);

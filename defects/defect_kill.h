@@ -30,6 +30,7 @@ inline constexpr int kStateMachineBudget = 300;
 inline constexpr int kGrowthLawBudget = 60;
 inline constexpr int kKernelLawBudget = 300;
 inline constexpr int kGenerationBudget = 60;
+inline constexpr int kMetalKernelBudget = 300;  // the emulator's cases (metal_properties.h)
 
 // The property that kills `defect` (state machine, growth law, kernel laws or generation laws).
 // REQUIRES: defect.killer is not kPending.

@@ -5,6 +5,7 @@
 #include "defects/candle_scattered_cache.h"
 #include "defects/defective_attention.h"
 #include "defects/defective_generator.h"
+#include "defects/defective_metal.h"
 #include "defects/defective_paged_cache.h"
 #include "defects/raw_interleaved_cache.h"
 
@@ -30,6 +31,12 @@ template <AttentionDefect kDefect>
 absl::StatusOr<Tensor> Kernel(const Tensor& q, const Tensor& k, const Tensor& v,
                               const AttentionParams& params) {
   return DefectiveAttention(kDefect, q, k, v, params);
+}
+
+template <MetalDefect kDefect>
+absl::StatusOr<Tensor> MetalKernel(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttentionParams& params) {
+  return DefectiveMetalAttention(kDefect, q, k, v, params);
 }
 
 template <DecoderDefect kDefect>
@@ -210,6 +217,55 @@ const Defect kDefects[] = {
      "(windows, causal rows, masks) come out NaN.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kEmptySplitPoisonsMerge>, nullptr},
+    {"metal_vector_ignores_mask_and_causal",
+     "candle 0.11 Metal sdpa (spec 4.1): the vector path ignores mask and do_causal",
+     "The .metal vector kernel built without its causal and mask checks: a decode row sees "
+     "keys after its position and keys the mask removes.",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kVectorIgnoresMaskAndCausal>, nullptr},
+    {"metal_tiled_unclamped_causal_limit",
+     "candle 0.11 steel attention (spec 4.4): kb_lim = ceil(((x+1)*BQ + Lk - Lq) / BK), not "
+     "clamped to NK (MLX #1999)",
+     "With Sq not a multiple of the 32-row tile, the causal key-block limit runs past the key "
+     "blocks and loads K and V rows past Skv unchecked: an out-of-bounds read of the last "
+     "head's buffer (the emulator's error), or another head's values at weight 0 (NaN when "
+     "they are not finite).",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kUnclampedCausalLimit>, nullptr},
+    {"metal_tiled_masked_row_nan",
+     "candle 0.11 steel attention (spec 4.4, issue #3388): O /= sum with no zero guard",
+     "A query row with no allowed key (mask, window, empty slot) comes out 0 / 0 = NaN "
+     "instead of 0.",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kMaskedRowNaN>, nullptr},
+    {"metal_tiled_f32_threadgroup_budget",
+     "candle 0.11 steel attention (spec 4.4): Q tile + K/V tile in threadgroup memory, f32 "
+     "D = 256 needs 53,760 bytes, not checked against the 32 KiB limit",
+     "The tiled kernel stages the Q tile (32 x (D + 4) elements) in threadgroup memory beside "
+     "its K/V tile; the host sets its length and never checks the total: f32 with a head dim "
+     "above ~100 asks for more than 32 KiB, which Apple GPUs refuse (the emulator's error).",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kQTileOverBudget>, nullptr},
+    {"metal_vector_for_short_prefill",
+     "candle before PR #3479 (2026-06-18): Lq <= 8 took the vector kernel, which writes one "
+     "query row",
+     "Prefill calls of 2..8 query rows go to the vector kernel with a grid of one row: rows "
+     "1..Sq-1 are never written (zeros here, garbage on a GPU).",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kVectorForShortPrefill>, nullptr},
+    {"metal_element_offsets",
+     "candle before PR #3599: q/k/v buffer offsets passed in elements instead of bytes",
+     "A view that starts inside its buffer (a narrowed cache, a batch row, a transposed "
+     "slice) is bound at offset/4 (f32) or offset/2 bytes: the kernel reads the wrong rows.",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kElementOffsets>, nullptr},
+    {"metal_2pass_finite_initial_max",
+     "candle 0.11 sdpa_vector_2pass (spec 4.3): running max starts at -1e9",
+     "The .metal 2-pass kernel built with a finite initial max: when every allowed score of a "
+     "row lies far below -1e9 (a mask built with a huge finite minus infinity) every weight "
+     "underflows against it and the row comes out 0 instead of the softmax over those keys.",
+     DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
+     &MetalKernel<MetalDefect::kFiniteInitialMax>, nullptr},
     {"decoder_mask_from_zero", "seed 004 exercise: mask sliced from 0, not the position pointer",
      "The causal mask of a chunk starts at row 0 instead of the position pointer: in the cached "
      "path the queries sit at positions 0.. while their keys sit at the pointer, so a decoded "
@@ -249,6 +305,8 @@ const char* KillerName(Killer killer) {
       return "kernel laws";
     case Killer::kPrecisionEnvelope:
       return "precision envelope";
+    case Killer::kMetalKernelLaws:
+      return "Metal kernel laws";
     case Killer::kGenerationLaws:
       return "generation laws";
     case Killer::kPending:

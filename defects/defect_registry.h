@@ -27,6 +27,7 @@ enum class Killer {
   kGrowthLaw,          // cache/<defect>/growth_law
   kKernelLaws,         // attention kernel vs the reference on generated cases
   kPrecisionEnvelope,  // attention kernel vs the straightforward f32 baseline's precision
+  kMetalKernelLaws,    // a Metal kernel vs the reference on the emulator's budget of cases
   kGenerationLaws,     // generation/<defect> (cached == recomputation, or reset law)
   kPending,            // not implemented yet
 };

@@ -88,7 +88,10 @@ void MergeStats(std::string_view wire, KernelStatsMap* stats) {
 
 // What the subject's kernels all implement.
 KernelCaseLimits LimitsOf(const Subject& subject) {
-  return {subject.common_kernel_features(), subject.common_kernel_dtypes()};
+  KernelCaseLimits limits;
+  limits.features = subject.common_kernel_features();
+  limits.dtypes = subject.common_kernel_dtypes();
+  return limits;
 }
 
 KernelCase GenSampledCase(int64_t max_kv_len = 600, KernelCaseLimits limits = {}) {

@@ -250,9 +250,14 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     // Query heads per KV head: small ratios (non-powers of two among them), and now and then
     // around the flash kernel's 48-row block.
     const bool gqa = limits.features & kFeatureGqa;
-    const int64_t group = !gqa        ? 1
-                          : Sometimes(8) ? *rc::gen::element<int64_t>(16, 47, 48, 49)
-                                         : *Uniform<int64_t>(1, 9);
+    int64_t group = !gqa        ? 1
+                    : Sometimes(8) ? *rc::gen::element<int64_t>(16, 47, 48, 49)
+                                   : *Uniform<int64_t>(1, 9);
+    if (limits.max_rows > 0) {
+      p.batch = std::min(p.batch, limits.max_rows);
+      p.num_kv_heads = std::min(p.num_kv_heads, std::max<int64_t>(1, limits.max_rows / p.batch));
+      group = std::min(group, std::max<int64_t>(1, limits.max_rows / (p.batch * p.num_kv_heads)));
+    }
     p.num_heads = p.num_kv_heads * group;
     p.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63,
                                             64, 65, 80, 96, 127, 128, 129, 255, 256);
@@ -260,9 +265,12 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     if (has(kFeatureWindow) && Sometimes(25)) {
       p.window = *rc::gen::element<int64_t>(1, 2, 3, 7, 8, 16, 31, 32, 33, 64, 100);
     }
-    // Decode (Sq = 1) unless prefill is drawn; prefill rows around the 48-row block.
-    if (Sometimes(60)) {
-      p.q_len = LengthNear({2, 3, 15, 16, 17, 47, 48, 49}, 2, 70);
+    // Decode (Sq = 1) unless prefill is drawn; prefill rows around the 16- and 32-row tiles
+    // (the Metal tiled kernel's BK and BQ) and the flash kernel's 48-row block.
+    if (!limits.q_lens.empty()) {
+      p.q_len = *rc::gen::elementOf(limits.q_lens);
+    } else if (Sometimes(60)) {
+      p.q_len = LengthNear({2, 3, 15, 16, 17, 31, 32, 33, 47, 48, 49}, 2, 70);
     }
     // Keys: tile multiples and +-1, the 512-key split threshold, and W - 1, W, W + 1.
     std::vector<int64_t> edges = {0,   1,   2,   31,  32,  33,  63,  64,  65,  95,  96,
@@ -270,6 +278,7 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     if (p.window > 0) edges.insert(edges.end(), {p.window - 1, p.window, p.window + 1});
     p.kv_len = LengthNear(edges, 0, std::min<int64_t>(max_kv_len, 320));
     p.kv_len = std::min(p.kv_len, max_kv_len);
+    if (!limits.kv_lens.empty()) p.kv_len = *rc::gen::elementOf(limits.kv_lens);
     if (has(kFeatureScale) && Sometimes(20)) p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f, 4.0f);
     if (has(kFeatureSoftcap) && Sometimes(20)) {
       p.softcap = *rc::gen::element(30.0f, 5.0f, 50.0f, 1.0f);

@@ -66,6 +66,10 @@ void SetVarlenPositions(reference::AttentionProblem& p, absl::Span<const int64_t
 struct KernelCaseLimits {
   uint32_t features = kAllKernelFeatures;
   uint32_t dtypes = 0x7;
+  // When non-empty, Sq (or Skv) is one of these: laws about a kernel's threshold.
+  std::vector<int64_t> q_lens, kv_lens;
+  // When positive, B * H is at most this: laws over kernels that are slow per row.
+  int64_t max_rows = 0;
 };
 
 // Generated cases; `max_kv_len` bounds Skv.

@@ -2,13 +2,19 @@
 #include "properties/metal_properties.h"
 
 #include <string>
+#include <utility>
+
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "properties/case_isolation.h"
 #include "properties/kernel_case.h"
 #include "rapidcheck.h"
 #include "reference/attention_comparison.h"
 #include "reference/reference_attention.h"
+#include "src/attention/flash_attention.h"
 #include "src/metal/metal_attention.h"
 
 namespace kvcheck::properties {
@@ -18,11 +24,10 @@ constexpr int64_t kMaxRows = 96;
 constexpr int64_t kMaxKeys = 320;
 constexpr int64_t kReferenceRows = 2000;  // rows x keys the exact reference checks per case
 
-using MetalKernel = absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&, const Tensor&,
-                                               const AttentionParams&);
-
-PropertySpec MetalKernelVsReference(const std::string& name, MetalKernel kernel, int cases) {
-  return {absl::StrCat("attention/", name, "_vs_reference"), cases, [name, kernel] {
+// `property`: the property's name; `name`: the kernel's, for failure messages.
+PropertySpec MetalKernelVsReference(const std::string& property, const std::string& name,
+                                    KernelFn kernel, int cases) {
+  return {property, cases, [name, kernel] {
             KernelCase c = *GenKernelCase(kMaxKeys);
             const reference::AttentionProblem& p = c.problem;
             RC_PRE(p.batch * p.num_heads * p.q_len <= kMaxRows);
@@ -47,12 +52,125 @@ PropertySpec MetalKernelVsReference(const std::string& name, MetalKernel kernel,
           }};
 }
 
+struct NamedKernel {
+  std::string name;
+  KernelFn run;
+};
+
+absl::StatusOr<Tensor> Flash(const Tensor& q, const Tensor& k, const Tensor& v,
+                             const AttentionParams& params) {
+  return FlashAttention(q, k, v, params, {.num_threads = 1});
+}
+
+// Fails unless `b` is within twice the bound of `a` on every checked element (the two are each
+// within the bound of the exact value); NaN where both are NaN; outside the bound's regime
+// any two answers may differ.
+void CheckAgreement(const std::string& a_name, const std::vector<float>& a,
+                    const std::string& b_name, const std::vector<float>& b,
+                    const reference::ReferenceAttention& exact) {
+  for (size_t at = 0; at < a.size(); ++at) {
+    const reference::Expectation expectation = exact.expectation[at];
+    if (expectation == reference::Expectation::kUnbounded ||
+        expectation == reference::Expectation::kNotChecked) {
+      continue;
+    }
+    const double bound = 2 * exact.bound[at];
+    const bool same = expectation == reference::Expectation::kNonFinite
+                          ? !std::isfinite(a[at]) && !std::isfinite(b[at])
+                          : (std::isnan(a[at]) && std::isnan(b[at])) || a[at] == b[at] ||
+                                std::fabs(static_cast<double>(a[at]) - b[at]) <= bound;
+    if (!same) {
+      RC_FAIL(absl::StrFormat("element %d: %s %.9g, %s %.9g, exact %.17g (%s), 2x bound %.3g",
+                              at, a_name, a[at], b_name, b[at], exact.value[at],
+                              reference::ExpectationName(expectation), bound));
+    }
+  }
+}
+
+// Several kernels on one generated case: each within the bound of the reference, and each
+// within twice the bound of the first. `check` may add a law of its own (the dispatcher's
+// choice, say) over the case and the outputs in the order of `kernels`.
+PropertySpec MetalKernelsAgree(
+    const std::string& property, KernelCaseLimits limits, int cases,
+    std::vector<NamedKernel> kernels,
+    std::function<void(const KernelCase&, const std::vector<Tensor>&)> check = nullptr) {
+  return {property, cases, [limits, kernels, check] {
+            KernelCase c = *GenKernelCase(kMaxKeys, limits);
+            const reference::AttentionProblem& p = c.problem;
+            RC_PRE(p.batch * p.num_heads * p.q_len <= kMaxRows);
+            SampleCheckedRows(c, kReferenceRows * 40);
+            RC_TAG(absl::StrCat("Skv ", p.kv_len < 1000 ? "< 1000" : std::to_string(p.kv_len)));
+            RunIsolated([&] {
+              const reference::ReferenceAttention exact =
+                  reference::ComputeReferenceAttention(c.problem);
+              const absl::StatusOr<KernelInputs> in = MakeKernelInputs(c);
+              RC_ASSERT(in.ok());
+              std::vector<Tensor> outputs;
+              for (const NamedKernel& kernel : kernels) {
+                NoteStep(kernel.name);
+                absl::StatusOr<Tensor> out = kernel.run(in->q, in->k, in->v, in->params);
+                if (!out.ok()) RC_FAIL(absl::StrCat(kernel.name, " failed: ", out.status().ToString()));
+                const reference::AttentionComparison comparison = reference::CompareAttention(
+                    out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
+                if (!comparison.ok()) {
+                  RC_FAIL(absl::StrCat(kernel.name, ": ", comparison.first_violation));
+                }
+                if (!outputs.empty()) {
+                  CheckAgreement(kernels[0].name, outputs[0].ToFloats(), kernel.name,
+                                 out->ToFloats(), exact);
+                }
+                outputs.push_back(*std::move(out));
+              }
+              if (check) check(c, outputs);
+            });
+          }};
+}
+
+std::vector<PropertySpec> MetalLawsBetweenKernels() {
+  using namespace metal_attention;  // NOLINT: the kernels' names read better bare here
+  const NamedKernel vector{"metal_vector", MetalVectorAttention},
+      two_pass{"metal_2pass", MetalTwoPassAttention}, tiled{"metal_tiled", MetalTiledAttention},
+      dispatcher{"metal", MetalAttention}, flash{"flash", Flash};
+  // 1-pass == 2-pass around the dispatcher's threshold, where the dispatcher switches: it must
+  // return bit for bit what the kernel it names returns.
+  KernelCaseLimits threshold;
+  threshold.q_lens = {1};
+  threshold.kv_lens = {kTwoPassMinKeys - 1, kTwoPassMinKeys, kTwoPassMinKeys + 1};
+  threshold.max_rows = 4;
+  auto dispatcher_picks = [](const KernelCase& c, const std::vector<Tensor>& out) {
+    const bool two = ChooseMetalKernel(c.problem.q_len, c.problem.kv_len) ==
+                     MetalKernelChoice::kTwoPass;
+    RC_ASSERT(two == (c.problem.kv_len >= kTwoPassMinKeys));
+    RC_ASSERT(out[2].ToBits() == out[two ? 1 : 0].ToBits());
+  };
+  KernelCaseLimits one_row;
+  one_row.q_lens = {1};
+  return {
+      MetalKernelsAgree("attention/metal_vector_equals_2pass_at_the_threshold", threshold, 30,
+                        {vector, two_pass, dispatcher}, dispatcher_picks),
+      MetalKernelsAgree("attention/metal_tiled_one_row_equals_vector", one_row, 100,
+                        {vector, tiled}),
+      MetalKernelsAgree("attention/metal_equals_cpu_flash", {}, 100, {flash, dispatcher}),
+  };
+}
+
 }  // namespace
 
 std::vector<PropertySpec> MetalProperties() {
-  return {MetalKernelVsReference("metal_vector", metal_attention::MetalVectorAttention, 150),
-          MetalKernelVsReference("metal_2pass", metal_attention::MetalTwoPassAttention, 100),
-          MetalKernelVsReference("metal_tiled", metal_attention::MetalTiledAttention, 150)};
+  std::vector<PropertySpec> laws = {
+          MetalKernelVsReference("attention/metal_vector_vs_reference", "metal_vector",
+                                 metal_attention::MetalVectorAttention, 150),
+          MetalKernelVsReference("attention/metal_2pass_vs_reference", "metal_2pass",
+                                 metal_attention::MetalTwoPassAttention, 100),
+          MetalKernelVsReference("attention/metal_tiled_vs_reference", "metal_tiled",
+                                 metal_attention::MetalTiledAttention, 150)};
+  for (PropertySpec& law : MetalLawsBetweenKernels()) laws.push_back(std::move(law));
+  return laws;
+}
+
+PropertySpec MetalKernelLawProperty(const std::string& name, KernelFn kernel, int cases) {
+  return MetalKernelVsReference(absl::StrCat("attention/", name, "/vs_reference"), name,
+                                std::move(kernel), cases);
 }
 
 }  // namespace kvcheck::properties

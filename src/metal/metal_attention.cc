@@ -2,20 +2,17 @@
 #include "src/metal/metal_attention.h"
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
-#include "src/metal/kernels/sdpa_params.h"
-#include "src/metal/msl_cpu/msl_runtime.h"
 
 namespace kvcheck::metal_attention {
 namespace {
 
-constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kTwoPassBlocks = 32;  // sdpa_2pass.metal's kBlocks
 
-// A tensor's binding: its storage, and its view's offset in bytes.
+// A tensor's binding: its storage, and its view's offset in bytes (Metal's setBuffer:offset:).
 msl::BufferArgument Bind(const Tensor& t) {
   return {t.storage()->bytes(), static_cast<size_t>(t.storage()->num_bytes()),
           static_cast<size_t>(t.layout().offset() * DTypeSize(t.dtype()))};
@@ -30,8 +27,6 @@ void Strides(const Tensor& t, long out[4]) {
   for (int d = 0; d < 4; ++d) out[d] = static_cast<long>(t.layout().stride(d));
 }
 
-constexpr int64_t kTwoPassBlocks = 32;  // sdpa_2pass.metal's kBlocks
-
 const char* Suffix(DType dtype) {
   switch (dtype) {
     case DType::kF16:
@@ -44,26 +39,47 @@ const char* Suffix(DType dtype) {
   return "float";
 }
 
-
-// The parameter block and the bindings every kernel shares (buffers 0..8), and the output.
-struct Prepared {
-  SdpaParams p{};
-  Tensor out;
-  std::vector<float> alibi, dummy = {0.0f};
-  std::vector<long> q_positions, kv_positions, no_positions = {0};
-  msl::DispatchDescription d;
-};
-
-absl::Status Prepare(const Tensor& q, const Tensor& k, const Tensor& v,
-                     const AttentionParams& params, const char* kernel, Prepared& w) {
-  KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
-  if (shape.head_dim > kMaxHeadDim) {
-    return absl::InvalidArgumentError(absl::StrCat(kernel, ": head dim ", shape.head_dim,
-                                                   " over the kernels' ", kMaxHeadDim));
+const char* KernelName(MetalKernelChoice kernel) {
+  switch (kernel) {
+    case MetalKernelChoice::kVector:
+      return "metal_vector";
+    case MetalKernelChoice::kTwoPass:
+      return "metal_2pass";
+    case MetalKernelChoice::kTiled:
+      break;
   }
+  return "metal_tiled";
+}
+
+uint32_t U32(int64_t n) { return static_cast<uint32_t>(n); }
+
+absl::StatusOr<Tensor> Run(MetalKernelChoice kernel, const Tensor& q, const Tensor& k,
+                           const Tensor& v, const AttentionParams& params) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<MetalCall> call,
+                      PrepareMetalCall(kernel, q, k, v, params));
+  return RunMetalCall(*call);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetalCall>> PrepareMetalCall(MetalKernelChoice kernel,
+                                                            const Tensor& q, const Tensor& k,
+                                                            const Tensor& v,
+                                                            const AttentionParams& params,
+                                                            const std::string& kernel_prefix) {
+  const char* name = KernelName(kernel);
+  KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
+  if (shape.head_dim > kSdpaMaxHeadDim) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": head dim ", shape.head_dim,
+                                                   " over the kernels' ", kSdpaMaxHeadDim));
+  }
+  auto call = std::make_unique<MetalCall>();
+  MetalCall& w = *call;
+  w.kernel = kernel;
+  w.kernel_prefix = kernel_prefix;
   KV_ASSIGN_OR_RETURN(w.out, Tensor::Zeros(q.dtype(), {shape.batch, shape.num_heads,
                                                        shape.q_len, shape.head_dim}));
-  SdpaParams& p = w.p;
+  SdpaParams& p = w.params;
   p.batch = static_cast<int>(shape.batch);
   p.heads = static_cast<int>(shape.num_heads);
   p.kv_heads = static_cast<int>(shape.num_kv_heads);
@@ -81,13 +97,12 @@ absl::Status Prepare(const Tensor& q, const Tensor& k, const Tensor& v,
   p.has_mask = params.mask.has_value() ? 1 : 0;
   p.has_q_positions = params.q_positions.empty() ? 0 : 1;
   p.has_kv_positions = params.kv_positions.empty() ? 0 : 1;
-  msl::DispatchDescription& d = w.d;
+  msl::DispatchDescription& d = w.dispatch;
   d.buffers[0] = Bind(q);
   d.buffers[1] = Bind(k);
   d.buffers[2] = Bind(v);
   d.buffers[3] = Bind(w.out);
-  d.buffers[4] = {&w.p, sizeof w.p, 0};
-  // Unused bindings still point at something, as a Metal host binds a dummy buffer.
+  d.buffers[4] = {&w.params, sizeof w.params, 0};
   w.alibi = params.alibi_slopes;
   w.q_positions.assign(params.q_positions.begin(), params.q_positions.end());
   w.kv_positions.assign(params.kv_positions.begin(), params.kv_positions.end());
@@ -103,58 +118,70 @@ absl::Status Prepare(const Tensor& q, const Tensor& k, const Tensor& v,
   d.buffers[6] = w.alibi.empty() ? BindVector(w.dummy) : BindVector(w.alibi);
   d.buffers[7] = w.q_positions.empty() ? BindVector(w.no_positions) : BindVector(w.q_positions);
   d.buffers[8] = w.kv_positions.empty() ? BindVector(w.no_positions) : BindVector(w.kv_positions);
-  return absl::OkStatus();
+  const std::string suffix = Suffix(q.dtype());
+  switch (kernel) {
+    case MetalKernelChoice::kVector:
+      d.kernel = absl::StrCat(kernel_prefix, "sdpa_vector_", suffix);
+      d.threadgroups = {U32(p.q_len), U32(p.heads), U32(p.batch)};
+      d.threads_per_threadgroup = {1024, 1, 1};
+      break;
+    case MetalKernelChoice::kTwoPass:
+      d.kernel = absl::StrCat(kernel_prefix, "sdpa_2pass_blocks_", suffix);
+      d.threadgroups = {U32(p.q_len), U32(p.heads), U32(p.batch * kTwoPassBlocks)};
+      d.threads_per_threadgroup = {128, 1, 1};
+      break;
+    case MetalKernelChoice::kTiled:
+      d.kernel = absl::StrCat(kernel_prefix, "sdpa_tiled_", suffix);
+      d.threadgroups = {U32((p.q_len + kSdpaTiledRows - 1) / kSdpaTiledRows), U32(p.heads),
+                        U32(p.batch)};
+      d.threads_per_threadgroup = {U32(kSdpaTiledSimdgroups * 32), 1, 1};
+      break;
+  }
+  return call;
 }
 
-uint32_t U32(int64_t n) { return static_cast<uint32_t>(n); }
-
-}  // namespace
+absl::StatusOr<Tensor> RunMetalCall(MetalCall& call) {
+  if (call.out.num_elements() == 0) return call.out;
+  if (call.kernel != MetalKernelChoice::kTwoPass) {
+    KV_RETURN_IF_ERROR(msl::Dispatch(call.dispatch));
+    return call.out;
+  }
+  // The blocks' states: (B, H, Sq, 32) maxima and sums, (B, H, Sq, 32, D) accumulators.
+  const SdpaParams& p = call.params;
+  const size_t states = static_cast<size_t>(p.batch) * p.heads * p.q_len * kTwoPassBlocks;
+  std::vector<float> block_out(states * p.head_dim), block_max(states), block_sum(states);
+  msl::DispatchDescription& d = call.dispatch;
+  d.buffers[9] = BindVector(block_out);
+  d.buffers[10] = BindVector(block_max);
+  d.buffers[11] = BindVector(block_sum);
+  if (const absl::Status status = msl::Dispatch(d); !status.ok()) {
+    for (int index : {9, 10, 11}) d.buffers.erase(index);
+    return status;
+  }
+  msl::DispatchDescription merge = d;
+  const std::string suffix = d.kernel.substr(d.kernel.rfind('_') + 1);
+  merge.kernel = absl::StrCat(call.kernel_prefix, "sdpa_2pass_merge_", suffix);
+  merge.threadgroups = {U32(p.q_len), U32(p.heads), U32(p.batch)};
+  merge.threads_per_threadgroup = {32, 1, 1};
+  const absl::Status merged = msl::Dispatch(merge);
+  for (int index : {9, 10, 11}) d.buffers.erase(index);  // they pointed at this frame
+  KV_RETURN_IF_ERROR(merged);
+  return call.out;
+}
 
 absl::StatusOr<Tensor> MetalVectorAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const AttentionParams& params) {
-  Prepared w;
-  KV_RETURN_IF_ERROR(Prepare(q, k, v, params, "metal_vector", w));
-  if (w.out.num_elements() == 0) return w.out;
-  w.d.kernel = absl::StrCat("sdpa_vector_", Suffix(q.dtype()));
-  w.d.threadgroups = {U32(w.p.q_len), U32(w.p.heads), U32(w.p.batch)};
-  w.d.threads_per_threadgroup = {1024, 1, 1};
-  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
-  return w.out;
+  return Run(MetalKernelChoice::kVector, q, k, v, params);
 }
 
 absl::StatusOr<Tensor> MetalTwoPassAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const AttentionParams& params) {
-  Prepared w;
-  KV_RETURN_IF_ERROR(Prepare(q, k, v, params, "metal_2pass", w));
-  if (w.out.num_elements() == 0) return w.out;
-  // The blocks' states: (B, H, Sq, 32) maxima and sums, (B, H, Sq, 32, D) accumulators.
-  const size_t states = static_cast<size_t>(w.p.batch) * w.p.heads * w.p.q_len * kTwoPassBlocks;
-  std::vector<float> block_out(states * w.p.head_dim), block_max(states), block_sum(states);
-  w.d.buffers[9] = BindVector(block_out);
-  w.d.buffers[10] = BindVector(block_max);
-  w.d.buffers[11] = BindVector(block_sum);
-  w.d.kernel = absl::StrCat("sdpa_2pass_blocks_", Suffix(q.dtype()));
-  w.d.threadgroups = {U32(w.p.q_len), U32(w.p.heads), U32(w.p.batch * kTwoPassBlocks)};
-  w.d.threads_per_threadgroup = {128, 1, 1};
-  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
-  w.d.kernel = absl::StrCat("sdpa_2pass_merge_", Suffix(q.dtype()));
-  w.d.threadgroups = {U32(w.p.q_len), U32(w.p.heads), U32(w.p.batch)};
-  w.d.threads_per_threadgroup = {32, 1, 1};
-  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
-  return w.out;
+  return Run(MetalKernelChoice::kTwoPass, q, k, v, params);
 }
 
 absl::StatusOr<Tensor> MetalTiledAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                            const AttentionParams& params) {
-  Prepared w;
-  KV_RETURN_IF_ERROR(Prepare(q, k, v, params, "metal_tiled", w));
-  if (w.out.num_elements() == 0) return w.out;
-  w.d.kernel = absl::StrCat("sdpa_tiled_", Suffix(q.dtype()));
-  w.d.threadgroups = {U32((w.p.q_len + kSdpaTiledRows - 1) / kSdpaTiledRows), U32(w.p.heads),
-                      U32(w.p.batch)};
-  w.d.threads_per_threadgroup = {U32(kSdpaTiledSimdgroups * 32), 1, 1};
-  KV_RETURN_IF_ERROR(msl::Dispatch(w.d));
-  return w.out;
+  return Run(MetalKernelChoice::kTiled, q, k, v, params);
 }
 
 MetalKernelChoice ChooseMetalKernel(int64_t q_len, int64_t kv_len) {
@@ -164,17 +191,9 @@ MetalKernelChoice ChooseMetalKernel(int64_t q_len, int64_t kv_len) {
 
 absl::StatusOr<Tensor> MetalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionParams& params) {
-  // The shape decides; a malformed call gets ValidateAttention's error from whichever kernel.
+  // The shape decides; a malformed call gets ValidateAttention's error from the kernel.
   const int64_t q_len = q.rank() == 4 ? q.dim(2) : 0, kv_len = k.rank() == 4 ? k.dim(2) : 0;
-  switch (ChooseMetalKernel(q_len, kv_len)) {
-    case MetalKernelChoice::kVector:
-      return MetalVectorAttention(q, k, v, params);
-    case MetalKernelChoice::kTwoPass:
-      return MetalTwoPassAttention(q, k, v, params);
-    case MetalKernelChoice::kTiled:
-      break;
-  }
-  return MetalTiledAttention(q, k, v, params);
+  return Run(ChooseMetalKernel(q_len, kv_len), q, k, v, params);
 }
 
 }  // namespace kvcheck::metal_attention

@@ -14,6 +14,9 @@
 // The first 64 threads then write: the normalised row into `out` (partial_out null; a row
 // with no allowed key is 0), or the unnormalised state (partial_out[d], partial_max,
 // partial_sum: f32, no rounding to T) for a second pass to merge.
+// Defect hooks (never defined in the kernels' own build; each makes a variant of these sources
+// that models a defect of defects/defective_metal.h): KVCHECK_DEFECT_IGNORES_MASK_AND_CAUSAL,
+// KVCHECK_DEFECT_FINITE_INITIAL_MAX.
 #ifndef KVCHECK_SRC_METAL_KERNELS_SDPA_COMMON_H_
 #define KVCHECK_SRC_METAL_KERNELS_SDPA_COMMON_H_
 
@@ -70,14 +73,18 @@ inline bool KeyAllowed(constant SdpaParams& p, const device float* mask,
   kpos = p.has_kv_positions ? kv_positions[b * p.kv_len + j] : long(j);
   bias = 0.0f;
   if (qpos < 0 || kpos < 0) return false;
+#ifndef KVCHECK_DEFECT_IGNORES_MASK_AND_CAUSAL  // candle's vector path (spec 4.1)
   if (p.causal && kpos > qpos) return false;
+#endif
   if (p.window > 0 && qpos - kpos >= p.window) return false;
+#ifndef KVCHECK_DEFECT_IGNORES_MASK_AND_CAUSAL
   if (p.has_mask) {
     const int mb = p.mask_batch == 1 ? 0 : b, mh = p.mask_heads == 1 ? 0 : h;
     bias = mask[mb * p.mask_strides[0] + mh * p.mask_strides[1] + i * p.mask_strides[2] +
                 j * p.mask_strides[3]];
     if (bias == -numeric_limits<float>::infinity()) return false;
   }
+#endif
   return true;
 }
 
@@ -113,7 +120,11 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
                        : 0.0f;
   }
 
+#ifdef KVCHECK_DEFECT_FINITE_INITIAL_MAX  // candle's sdpa_vector_2pass (spec 4.3)
+  float running_max = -1e9f;
+#else
   float running_max = -numeric_limits<float>::infinity();
+#endif
   float running_sum = 0.0f;
   float acc[kMaxPerLane];
   for (int r = 0; r < kMaxPerLane; ++r) acc[r] = 0.0f;

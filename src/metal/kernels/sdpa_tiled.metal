@@ -19,6 +19,9 @@
 //     them (0 x NaN would poison the row).
 // Inputs in T (float, half, bfloat), every statistic and accumulator in f32, output rounded to T
 // once.
+// Defect hooks (never defined in the kernels' own build; each makes a variant that models a
+// defect of defects/defective_metal.h): KVCHECK_DEFECT_UNCLAMPED_CAUSAL_LIMIT,
+// KVCHECK_DEFECT_MASKED_ROW_NAN, KVCHECK_DEFECT_Q_TILE_IN_THREADGROUP.
 #include <metal_stdlib>
 
 using namespace metal;
@@ -43,13 +46,13 @@ simdgroup_matrix<float, 8, 8> LoadFragment(const threadgroup U* src, int row_str
 }
 
 // Copies keys [first, first + kSdpaTiledKeys) of `x` (K or V of head kh) into `tile`, rows of
-// D8 elements, zeros past the head dim. Only the block that holds the last keys (Skv not a
-// multiple of the block) checks j < Skv, as steel's load_safe; the caller never asks for a
+// D8 elements, zeros past the head dim. Only the block that holds the remainder keys (Skv not
+// a multiple of the block) checks j < Skv, as steel's load_safe: the caller never asks for a
 // block past the keys. Returns whether every element copied is finite.
 template <typename T>
 bool LoadBlock(const device T* x, constant long* strides, int b, int kh, int first, int kv_len,
                int D, int D8, threadgroup T* tile, uint tid) {
-  const bool partial = first + kSdpaTiledKeys > kv_len;
+  const bool partial = first / kSdpaTiledKeys == kv_len / kSdpaTiledKeys;
   bool finite = true;
   for (int e = int(tid); e < kSdpaTiledKeys * D8; e += kSdpaTiledSimdgroups * 32) {
     const int key = e / D8, d = e % D8, j = first + key;
@@ -77,7 +80,11 @@ template <typename T>
     uint3 group [[threadgroup_position_in_grid]],
     uint simd_group [[simdgroup_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
-    uint tid [[thread_index_in_threadgroup]]) {
+    uint tid [[thread_index_in_threadgroup]]
+#ifdef KVCHECK_DEFECT_Q_TILE_IN_THREADGROUP  // steel's Q tile, BQ x (D + pad), host-sized
+    , threadgroup T* q_stage [[threadgroup(0)]]
+#endif
+    ) {
   threadgroup T tile[kSdpaTiledKeys * kSdpaMaxHeadDim];  // a block's keys, then its values
   // The fallback's weights, per simdgroup: 8 rows x kSdpaTiledKeys, -1 for a disallowed key.
   threadgroup float weights[kSdpaTiledSimdgroups * kFragment * kSdpaTiledKeys];
@@ -97,6 +104,24 @@ template <typename T>
 
   // Q: this simdgroup's 8 rows, every 8-wide head-dim block, f32, zeros past the row and dim.
   simdgroup_matrix<float, 8, 8> qf[kMaxDimBlocks];
+#ifdef KVCHECK_DEFECT_Q_TILE_IN_THREADGROUP
+  // Staged through threadgroup memory first, as steel's kernel does: with the K/V tile, f32
+  // and a large head dim exceed the 32 KiB budget (candle does not check it, spec 4.4).
+  const int q_stride = D8 + 4;
+  for (int e = int(tid); e < kSdpaTiledRows * q_stride; e += kSdpaTiledSimdgroups * 32) {
+    const int row = int(group.x) * kSdpaTiledRows + e / q_stride, d = e % q_stride;
+    q_stage[e] = row < p.q_len && d < D ? q[b * p.q_strides[0] + h * p.q_strides[1] +
+                                            row * p.q_strides[2] + d * p.q_strides[3]]
+                                        : T(0.0f);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (int db = 0; db < dim_blocks; ++db) {
+    for (int t = 0; t < 2; ++t) {
+      qf[db].thread_elements()[t] =
+          float(q_stage[(int(simd_group) * kFragment + fm) * q_stride + db * kFragment + fn + t]);
+    }
+  }
+#else
   for (int db = 0; db < dim_blocks; ++db) {
     for (int t = 0; t < 2; ++t) {
       const int d = db * kFragment + fn + t;
@@ -106,6 +131,7 @@ template <typename T>
                              : 0.0f;
     }
   }
+#endif
   simdgroup_matrix<float, 8, 8> of[kMaxDimBlocks];
   for (int db = 0; db < dim_blocks; ++db) of[db] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
   float row_max = -numeric_limits<float>::infinity();  // base 2
@@ -117,7 +143,11 @@ template <typename T>
   int block_limit = key_blocks;
   if (p.causal && !p.has_q_positions && !p.has_kv_positions) {
     const long last_qpos = long(p.kv_len - p.q_len) + (int(group.x) + 1) * kSdpaTiledRows - 1;
+#ifdef KVCHECK_DEFECT_UNCLAMPED_CAUSAL_LIMIT  // candle's steel kb_lim (spec 4.4, MLX #1999)
+    block_limit = max(0, int((last_qpos + kSdpaTiledKeys) / kSdpaTiledKeys));
+#else
     block_limit = min(key_blocks, max(0, int((last_qpos + kSdpaTiledKeys) / kSdpaTiledKeys)));
+#endif
   }
 
   for (int kb = 0; kb < block_limit; ++kb) {
@@ -228,8 +258,12 @@ template <typename T>
     for (int t = 0; t < 2; ++t) {
       const int d = db * kFragment + fn + t;
       if (d < D) {
+#ifdef KVCHECK_DEFECT_MASKED_ROW_NAN  // candle's steel kernel: O / sum, no guard (#3388)
+        out[((b * p.heads + h) * p.q_len + i) * D + d] = T(of[db].thread_elements()[t] / row_sum);
+#else
         out[((b * p.heads + h) * p.q_len + i) * D + d] =
             T(MergedResult(of[db].thread_elements()[t], row_sum, isnan(row_sum)));
+#endif
       }
     }
   }

@@ -22,7 +22,8 @@ def msl_kernel_library(name, srcs, hdrs = [], deps = [], defines = [], prefix = 
     """
     outs = []
     for src in srcs:
-        out = name + "_" + src.replace("/", "_").replace(".metal", "") + ".msl.cc"
+        file = src.replace("//", "").replace(":", "/").replace("/", "_").replace(".metal", "")
+        out = name + "_" + file + ".msl.cc"
         native.genrule(
             name = out + "_gen",
             srcs = [src] + hdrs,
