@@ -6,6 +6,12 @@
 // oracle) within its per-element bound (reference/attention_bound.h) on one row the input
 // chooses. Any violation aborts with the case.
 //
+// Built with KVCHECK_FUZZ_METAL (//fuzz:metal_attention_fuzzer) it picks among the emulated
+// kernels instead (metal_vector, metal_2pass, metal_tiled, metal: the .metal kernels on the
+// SIMT emulator, src/metal/): a GPU-rule violation (divergent barrier, device buffer read out
+// of bounds, threadgroup budget) is a kernel failure like any other. Without it, the
+// emulated kernels stay out (a few hundred times slower per input).
+//
 // Shapes stay small (Skv <= 40, D <= 33, one reference row) so that the target runs a few
 // thousand inputs per second on one core.
 //
@@ -35,7 +41,13 @@
 namespace kvcheck::fuzz {
 namespace {
 
+#ifdef KVCHECK_FUZZ_METAL
+constexpr char kTarget[] = "metal_attention";
+constexpr bool kEmulatedKernels = true;
+#else
 constexpr char kTarget[] = "attention";
+constexpr bool kEmulatedKernels = false;
+#endif
 
 using properties::KernelCase;
 using properties::TensorSpec;
@@ -153,10 +165,16 @@ std::vector<Kernel> KernelsUnderFuzz(FuzzedDataProvider& in) {
              }}};
   }
   const FuzzedEngine* engine = EngineUnderFuzz();
-  const absl::Span<const AttentionKernel> kernels =
-      engine != nullptr ? absl::MakeConstSpan(engine->kernels) : AttentionKernels();
+  std::vector<const AttentionKernel*> kernels;
+  if (engine != nullptr) {
+    for (const AttentionKernel& kernel : engine->kernels) kernels.push_back(&kernel);
+  } else {
+    for (const AttentionKernel& kernel : AttentionKernels()) {
+      if ((kernel.max_row_keys != 0) == kEmulatedKernels) kernels.push_back(&kernel);
+    }
+  }
   const AttentionKernel& picked =
-      kernels[in.ConsumeIntegralInRange<size_t>(0, kernels.size() - 1)];
+      *kernels[in.ConsumeIntegralInRange<size_t>(0, kernels.size() - 1)];
   auto runner = [](const AttentionKernel& kernel) {
     return [&kernel](const properties::KernelInputs& in) {
       return kernel.run(in.q, in.k, in.v, in.params, 1);

@@ -20,7 +20,8 @@ FUZZ_ORACLE_COPTS = select({
     "//conditions:default": [],
 })
 
-def kvcheck_fuzz_target(name, corpus, srcs, deps = [], dictionary = None, replay_size = "small"):
+def kvcheck_fuzz_target(name, corpus, srcs, deps = [], dictionary = None, replay_size = "small",
+                        defines = []):
     """Declares <name> (fuzzer or replay binary) and <name>_replay_test.
 
     Args:
@@ -30,6 +31,7 @@ def kvcheck_fuzz_target(name, corpus, srcs, deps = [], dictionary = None, replay
       deps: their dependencies.
       dictionary: an optional libFuzzer dictionary file, shipped as data for tools/fuzz.sh.
       replay_size: the replay test's size.
+      defines: macros for the target's sources (one source, two targets).
     """
     lib = name + "_lib"
     cc_library(
@@ -37,6 +39,7 @@ def kvcheck_fuzz_target(name, corpus, srcs, deps = [], dictionary = None, replay
         testonly = True,
         srcs = srcs,
         deps = deps,
+        copts = ["-D" + d for d in defines],
         alwayslink = True,
     )
     cc_binary(

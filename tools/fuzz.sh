@@ -3,7 +3,7 @@
 #
 #   tools/fuzz.sh [-t SECONDS] [-r ROUNDS] [-c CORE] [TARGET...]
 #
-#   TARGET     cache_ops, attention, tensor_ops (default: all three)
+#   TARGET     cache_ops, attention, metal_attention, tensor_ops (default: all four)
 #   -t         seconds per target per round (default 60)
 #   -r         rounds of the rotation; 0 runs until interrupted (default 1)
 #   -c         the CPU core the fuzzers are pinned to (default 0)
@@ -33,7 +33,7 @@ while getopts "t:r:c:h" opt; do
 done
 shift $((OPTIND - 1))
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(cache_ops attention tensor_ops)
+[[ ${#targets[@]} -gt 0 ]] || targets=(cache_ops attention metal_attention tensor_ops)
 
 labels=()
 for t in "${targets[@]}"; do

@@ -37,8 +37,10 @@ def msl_kernel_library(name, srcs, hdrs = [], deps = [], defines = [], prefix = 
     cc_library(
         name = name,
         srcs = outs,
-        # A kernel's parameters may go unused in a variant; MSL idioms C++ warns about.
-        copts = ["-Wno-unused-parameter", "-Wno-unused-variable", "-Wno-unused-but-set-variable"] +
+        # A kernel's parameters may go unused in a variant, and a shared header's helpers in a
+        # kernel that does not call them (internal linkage: the anonymous namespace).
+        copts = ["-Wno-unused-parameter", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
+                 "-Wno-unused-function"] +
                 ["-D" + d for d in defines],
         deps = deps + ["//src/metal/msl_cpu:metal_stdlib"],
         alwayslink = True,  # the kernels register themselves from static initialisers
