@@ -170,7 +170,7 @@ std::vector<Kernel> KernelsUnderFuzz(FuzzedDataProvider& in) {
     for (const AttentionKernel& kernel : engine->kernels) kernels.push_back(&kernel);
   } else {
     for (const AttentionKernel& kernel : AttentionKernels()) {
-      if ((kernel.max_row_keys != 0) == kEmulatedKernels) kernels.push_back(&kernel);
+      if (kernel.emulated() == kEmulatedKernels) kernels.push_back(&kernel);
     }
   }
   const AttentionKernel& picked =

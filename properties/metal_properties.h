@@ -3,7 +3,7 @@
 // reference, with their own budget: the emulator runs every GPU thread as a fiber (a decode
 // row of sdpa_vector is 1,024 of them), so its cases stay at decode and short-prefill sizes
 // (at most 96 query rows of B x H x Sq, 320 keys). The kernels are also in the kernel
-// registry, where the shared laws give them the calls within their max_row_keys.
+// registry, where the shared laws give them the calls within their budget (within_budget).
 //   - attention/metal_vector_vs_reference, attention/metal_2pass_vs_reference (the two-pass
 //     kernel: 32 key blocks merged by a second dispatch), attention/metal_tiled_vs_reference
 //     (32 x 16 tiles, simdgroup_matrix products): every element within the derived bound, the

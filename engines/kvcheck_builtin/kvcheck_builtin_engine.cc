@@ -181,9 +181,9 @@ Tables& TheTables() {
     auto* t = new Tables;
     for (const CacheStrategy& s : CacheStrategies()) t->strategies.push_back(s);
     for (const AttentionKernel& kernel : AttentionKernels()) {
-      // The emulated (Metal) kernels stay out: their call budget (max_row_keys) has no place
+      // The emulated (Metal) kernels stay out: their call budget (within_budget) has no place
       // in the engine ABI, and through it every law would run them at full size.
-      if (kernel.max_row_keys != 0) continue;
+      if (kernel.emulated()) continue;
       t->kernel_names.push_back(kernel.name);
       t->kernels.push_back([&kernel](const Tensor& q, const Tensor& k, const Tensor& v,
                                      const AttentionParams& params) {

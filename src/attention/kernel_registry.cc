@@ -44,10 +44,27 @@ absl::StatusOr<Tensor> RunMetal(const Tensor& q, const Tensor& k, const Tensor& 
   return kKernel(q, k, v, params);
 }
 
-// The emulator's budget per call (B * H * Sq * Skv): about 50 ms a call here.
-constexpr int64_t kMetalRowKeys = 16384;
+// The emulator's budget per call in the shared laws: about 30 ms here (EmulatorMicroseconds).
+constexpr int64_t kMetalCallMicroseconds = 30000;
 
-// name, summary, run, threaded (, features, dtypes, max_row_keys, behind_dispatcher).
+template <metal_attention::MetalKernelChoice kKernel>
+bool MetalWithinBudget(const Tensor& q, const Tensor& k) {
+  if (q.rank() != 4 || k.rank() != 4) return true;  // the kernel's own error
+  return metal_attention::EmulatorMicroseconds(kKernel, q.dim(0) * q.dim(1), q.dim(2),
+                                               k.dim(2)) <= kMetalCallMicroseconds;
+}
+
+bool DispatcherWithinBudget(const Tensor& q, const Tensor& k) {
+  if (q.rank() != 4 || k.rank() != 4) return true;
+  const metal_attention::MetalKernelChoice kernel =
+      metal_attention::ChooseMetalKernel(q.dim(2), k.dim(2));
+  return metal_attention::EmulatorMicroseconds(kernel, q.dim(0) * q.dim(1), q.dim(2),
+                                               k.dim(2)) <= kMetalCallMicroseconds;
+}
+
+using metal_attention::MetalKernelChoice;
+
+// name, summary, run, threaded (, features, dtypes, within_budget, behind_dispatcher).
 const AttentionKernel kKernels[] = {
     {"naive", "matmul + softmax (OpenBLAS), KV heads repeated per query head", RunNaive, false},
     {"naive/grouped", "matmul + softmax, query heads of a KV head stacked in one product",
@@ -58,23 +75,22 @@ const AttentionKernel kKernels[] = {
      true},
     {"metal_vector", "Metal sdpa_vector (one row per threadgroup) on the SIMT emulator",
      RunMetal<metal_attention::MetalVectorAttention>, false, kAllKernelFeatures, 0x7,
-     kMetalRowKeys, true},
+     MetalWithinBudget<MetalKernelChoice::kVector>, true},
     {"metal_2pass", "Metal sdpa_2pass (32 key blocks, then a merge) on the SIMT emulator",
      RunMetal<metal_attention::MetalTwoPassAttention>, false, kAllKernelFeatures, 0x7,
-     kMetalRowKeys, true},
+     MetalWithinBudget<MetalKernelChoice::kTwoPass>, true},
     {"metal_tiled", "Metal sdpa_tiled (32 x 16 tiles, simdgroup_matrix) on the SIMT emulator",
      RunMetal<metal_attention::MetalTiledAttention>, false, kAllKernelFeatures, 0x7,
-     4 * kMetalRowKeys, true},
+     MetalWithinBudget<MetalKernelChoice::kTiled>, true},
     {"metal", "Metal dispatcher (vector, 2-pass from 1024 keys, tiled for Sq > 1), emulated",
-     RunMetal<metal_attention::MetalAttention>, false, kAllKernelFeatures, 0x7, kMetalRowKeys},
+     RunMetal<metal_attention::MetalAttention>, false, kAllKernelFeatures, 0x7,
+     DispatcherWithinBudget},
 };
 
 }  // namespace
 
 bool AttentionKernel::admits(const Tensor& q, const Tensor& k) const {
-  if (max_row_keys == 0 || q.rank() != 4 || k.rank() != 4) return true;
-  const int64_t rows = q.dim(0) * q.dim(1) * q.dim(2);
-  return k.dim(2) == 0 || rows <= max_row_keys / k.dim(2);
+  return within_budget == nullptr || within_budget(q, k);
 }
 
 absl::Span<const AttentionKernel> AttentionKernels() { return kKernels; }

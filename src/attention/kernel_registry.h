@@ -52,11 +52,12 @@ struct AttentionKernel {
   bool threaded;
   uint32_t features = kAllKernelFeatures;  // KernelFeature bits
   uint32_t dtypes = 0x7;                   // bit DType: f32 = 1, f16 = 2, bf16 = 4
-  // 0: any size. A kernel run by an emulator (the Metal kernels on the SIMT emulator, about a
-  // microsecond per query row and key, 10,000 times CPU flash) declares the largest call the
-  // laws give it: B * H * Sq * Skv. Laws that generate calls for several kernels skip it on
-  // larger ones (and count them); its own laws size their cases to fit.
-  int64_t max_row_keys = 0;
+  // nullptr: any size. A kernel run by an emulator (the Metal kernels on the SIMT emulator,
+  // one to five microseconds per query row and key, thousands of times CPU flash) says which
+  // calls fit its budget (q (B, H, Sq, D), k (B, KH, Skv, D)). Laws that generate calls for
+  // several kernels skip it on the others (the kernel table's case counts show how many it
+  // got); its own laws size their cases to fit.
+  bool (*within_budget)(const Tensor& q, const Tensor& k) = nullptr;
   // True for a kernel that a dispatcher of the registry picks by shape (metal_vector,
   // metal_2pass, metal_tiled: the `metal` dispatcher). The kernel laws run it on its own; what
   // runs a model or a cache (the decoders' tests, the generation laws, the cache state
@@ -64,7 +65,8 @@ struct AttentionKernel {
   // it on the shapes it is picked for: the emulator's time goes once, not four times.
   bool behind_dispatcher = false;
   bool supports(DType dtype) const { return (dtypes >> static_cast<int>(dtype)) & 1; }
-  // Whether a call with these shapes is within max_row_keys (q (B, H, Sq, D), k (B, KH, Skv, D)).
+  bool emulated() const { return within_budget != nullptr; }
+  // Whether a call with these shapes fits the kernel's budget (always, unless emulated).
   bool admits(const Tensor& q, const Tensor& k) const;
 };
 

@@ -184,6 +184,20 @@ absl::StatusOr<Tensor> MetalTiledAttention(const Tensor& q, const Tensor& k, con
   return Run(MetalKernelChoice::kTiled, q, k, v, params);
 }
 
+int64_t EmulatorMicroseconds(MetalKernelChoice kernel, int64_t batch_heads, int64_t q_len,
+                             int64_t kv_len) {
+  switch (kernel) {
+    case MetalKernelChoice::kVector:
+      return batch_heads * q_len * (100 + kv_len * 9 / 2);
+    case MetalKernelChoice::kTwoPass:
+      return batch_heads * q_len * (400 + kv_len * 9 / 2);
+    case MetalKernelChoice::kTiled:
+      break;
+  }
+  const int64_t rows = (q_len + kSdpaTiledRows - 1) / kSdpaTiledRows * kSdpaTiledRows;
+  return batch_heads * rows * (10 + kv_len);
+}
+
 MetalKernelChoice ChooseMetalKernel(int64_t q_len, int64_t kv_len) {
   if (q_len > kVectorMaxRows) return MetalKernelChoice::kTiled;
   return kv_len >= kTwoPassMinKeys ? MetalKernelChoice::kTwoPass : MetalKernelChoice::kVector;

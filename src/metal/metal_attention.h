@@ -46,6 +46,13 @@ MetalKernelChoice ChooseMetalKernel(int64_t q_len, int64_t kv_len);
 absl::StatusOr<Tensor> MetalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionParams& params);
 
+// About how many microseconds a call takes on the emulator here (fitted to
+// bench/metal_emulator_benchmark on the 2-core EPYC, D 64: ~4.5 us per query row and key on the
+// vector and 2-pass kernels plus a fixed cost per row of threadgroups, ~1 us per row and key
+// on the tiled kernel with rows rounded up to its 32-row tile). For budgets, not a promise.
+int64_t EmulatorMicroseconds(MetalKernelChoice kernel, int64_t batch_heads, int64_t q_len,
+                             int64_t kv_len);
+
 // ---- One kernel call, prepared and then run ----------------------------------------------
 // For hosts that change a dispatch before it runs (the defect models of defects/) and for
 // kernels of the same interface built under another name: a user's variant of these .metal
