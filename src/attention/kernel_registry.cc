@@ -44,8 +44,8 @@ absl::StatusOr<Tensor> RunMetal(const Tensor& q, const Tensor& k, const Tensor& 
   return kKernel(q, k, v, params);
 }
 
-// The emulator's budget per call in the shared laws: about 30 ms here (EmulatorMicroseconds).
-constexpr int64_t kMetalCallMicroseconds = 30000;
+// The emulator's budget per call in the shared laws: about 10 ms here (EmulatorMicroseconds).
+constexpr int64_t kMetalCallMicroseconds = 10000;
 
 template <metal_attention::MetalKernelChoice kKernel>
 bool MetalWithinBudget(const Tensor& q, const Tensor& k) {
