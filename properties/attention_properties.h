@@ -17,9 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "properties/kernel_case.h"
 #include "properties/property_runner.h"
 #include "properties/subject.h"
 #include "reference/attention_comparison.h"
+#include "reference/reference_attention.h"
 #include "src/attention/attention_params.h"
 #include "src/tensor/tensor.h"
 
@@ -62,6 +65,18 @@ PropertySpec PrecisionEnvelopeLawProperty(const std::string& name, KernelFn kern
 
 // One kernel against the reference on generated cases ("attention/<name>/vs_reference").
 PropertySpec KernelLawProperty(const std::string& name, KernelFn kernel, int cases);
+
+// A kernel's output `out` for case `c` against `exact`: fails the property, naming the kernel
+// and describing the first violating row, when the call failed or an element is outside the
+// bound (or its expectation).
+reference::AttentionComparison Check(const std::string& name, const KernelCase& c,
+                                     const reference::ReferenceAttention& exact,
+                                     const absl::StatusOr<Tensor>& out);
+
+// Whether two kernels' element `at` agree: within twice its bound (each is within the bound of
+// the exact value), both NaN, or both non-finite where the exact value is; any two answers
+// outside the bound's regime or in a row the reference did not check.
+bool WithinTwiceTheBound(float a, float b, const reference::ReferenceAttention& exact, size_t at);
 
 }  // namespace kvcheck::properties
 

@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -40,14 +39,7 @@ PropertySpec MetalKernelVsReference(const std::string& property, const std::stri
               const absl::StatusOr<KernelInputs> in = MakeKernelInputs(c);
               RC_ASSERT(in.ok());
               NoteStep(absl::StrCat(name, " dispatch"));
-              const absl::StatusOr<Tensor> out = kernel(in->q, in->k, in->v, in->params);
-              if (!out.ok()) RC_FAIL(absl::StrCat(name, " failed: ", out.status().ToString()));
-              const reference::AttentionComparison comparison = reference::CompareAttention(
-                  out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
-              if (!comparison.ok()) {
-                RC_FAIL(absl::StrCat(name, ": ", comparison.first_violation, "\n  ",
-                                     DescribeRow(p, comparison.first_violation_element / p.head_dim)));
-              }
+              Check(name, c, exact, kernel(in->q, in->k, in->v, in->params));
             });
           }};
 }
@@ -62,27 +54,16 @@ absl::StatusOr<Tensor> Flash(const Tensor& q, const Tensor& k, const Tensor& v,
   return FlashAttention(q, k, v, params, {.num_threads = 1});
 }
 
-// Fails unless `b` is within twice the bound of `a` on every checked element (the two are each
-// within the bound of the exact value); NaN where both are NaN; outside the bound's regime
-// any two answers may differ.
+// Fails unless `b` agrees with `a` on every element (WithinTwiceTheBound).
 void CheckAgreement(const std::string& a_name, const std::vector<float>& a,
                     const std::string& b_name, const std::vector<float>& b,
                     const reference::ReferenceAttention& exact) {
   for (size_t at = 0; at < a.size(); ++at) {
-    const reference::Expectation expectation = exact.expectation[at];
-    if (expectation == reference::Expectation::kUnbounded ||
-        expectation == reference::Expectation::kNotChecked) {
-      continue;
-    }
-    const double bound = 2 * exact.bound[at];
-    const bool same = expectation == reference::Expectation::kNonFinite
-                          ? !std::isfinite(a[at]) && !std::isfinite(b[at])
-                          : (std::isnan(a[at]) && std::isnan(b[at])) || a[at] == b[at] ||
-                                std::fabs(static_cast<double>(a[at]) - b[at]) <= bound;
-    if (!same) {
+    if (!WithinTwiceTheBound(a[at], b[at], exact, at)) {
       RC_FAIL(absl::StrFormat("element %d: %s %.9g, %s %.9g, exact %.17g (%s), 2x bound %.3g",
                               at, a_name, a[at], b_name, b[at], exact.value[at],
-                              reference::ExpectationName(expectation), bound));
+                              reference::ExpectationName(exact.expectation[at]),
+                              2 * exact.bound[at]));
     }
   }
 }
@@ -109,12 +90,7 @@ PropertySpec MetalKernelsAgree(
               for (const NamedKernel& kernel : kernels) {
                 NoteStep(kernel.name);
                 absl::StatusOr<Tensor> out = kernel.run(in->q, in->k, in->v, in->params);
-                if (!out.ok()) RC_FAIL(absl::StrCat(kernel.name, " failed: ", out.status().ToString()));
-                const reference::AttentionComparison comparison = reference::CompareAttention(
-                    out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
-                if (!comparison.ok()) {
-                  RC_FAIL(absl::StrCat(kernel.name, ": ", comparison.first_violation));
-                }
+                Check(kernel.name, c, exact, out);
                 if (!outputs.empty()) {
                   CheckAgreement(kernels[0].name, outputs[0].ToFloats(), kernel.name,
                                  out->ToFloats(), exact);

@@ -47,19 +47,21 @@ absl::StatusOr<Tensor> RunMetal(const Tensor& q, const Tensor& k, const Tensor& 
 // The emulator's budget per call in the shared laws: about 10 ms here (EmulatorMicroseconds).
 constexpr int64_t kMetalCallMicroseconds = 10000;
 
+// REQUIRES: q and k of rank 4.
+bool MetalCallFits(metal_attention::MetalKernelChoice kernel, const Tensor& q, const Tensor& k) {
+  return metal_attention::EmulatorMicroseconds(kernel, q.dim(0) * q.dim(1), q.dim(2),
+                                               k.dim(2)) <= kMetalCallMicroseconds;
+}
+
 template <metal_attention::MetalKernelChoice kKernel>
 bool MetalWithinBudget(const Tensor& q, const Tensor& k) {
   if (q.rank() != 4 || k.rank() != 4) return true;  // the kernel's own error
-  return metal_attention::EmulatorMicroseconds(kKernel, q.dim(0) * q.dim(1), q.dim(2),
-                                               k.dim(2)) <= kMetalCallMicroseconds;
+  return MetalCallFits(kKernel, q, k);
 }
 
 bool DispatcherWithinBudget(const Tensor& q, const Tensor& k) {
   if (q.rank() != 4 || k.rank() != 4) return true;
-  const metal_attention::MetalKernelChoice kernel =
-      metal_attention::ChooseMetalKernel(q.dim(2), k.dim(2));
-  return metal_attention::EmulatorMicroseconds(kernel, q.dim(0) * q.dim(1), q.dim(2),
-                                               k.dim(2)) <= kMetalCallMicroseconds;
+  return MetalCallFits(metal_attention::ChooseMetalKernel(q.dim(2), k.dim(2)), q, k);
 }
 
 using metal_attention::MetalKernelChoice;
