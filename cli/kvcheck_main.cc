@@ -1,67 +1,93 @@
-// kvcheck: runs the verification suite (properties/suite.h) against the engine and the
-// high-precision reference, prints a summary table, and exits non-zero on any failure.
+// kvcheck: checks KV-cache strategies and attention kernels (kvcheck's own or an engine's)
+// against a high-precision reference and runs the defect catalogue.
 //
-//   bazel run //cli:kvcheck                       # built-in defaults
-//   bazel run //cli:kvcheck -- --seed=7 --cases=50 --only=tensor/
-//   bazel run //cli:kvcheck -- --reproduce='reproduce=...'   # replay a shrunk failure
+//   kvcheck [run] [flags]             the suite (the default), or what the flags select
+//   kvcheck list [strategies|kernels|properties|defects]
+//   kvcheck replay FILE...            re-run the case of failure files
+//   kvcheck help                      every flag
+//
+// Flags are parsed here, not by absl::ParseCommandLine, so that every usage error is one line
+// and exit code 3 (Abseil's parser exits 1 on an unknown flag, which CI would read as "a
+// property failed").
 #include <cblas.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <memory>
 #include <string>
+#include <thread>
+#include <optional>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/flags/reflection.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "defects/defect_kill.h"
-#include "defects/defect_registry.h"
-#include "src/engine/engine_entries.h"
-#include "src/engine/kvcheck_engine.h"
-#include "src/engine/open_engine.h"
-#include "src/engine/process_engine.h"
-#include "properties/property_runner.h"
-#include "properties/suite.h"
-#include "reference/reference_attention.h"
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "cli/selection.h"
+#include "cli/settings.h"
 
-ABSL_FLAG(uint64_t, seed, 20261129, "Base seed; every failure report names it for replay.");
+ABSL_FLAG(uint64_t, seed, 20261129, "Base seed; every failure names it for replay.");
 ABSL_FLAG(int, cases, 0, "Cases per property (0: each property's default).");
 ABSL_FLAG(double, case_scale, 1.0, "Multiplies each property's default number of cases.");
-ABSL_FLAG(std::string, only, "",
-          "Run only the properties whose name starts with this (a comma list: with any of these).");
+ABSL_FLAG(std::string, property, "",
+          "Run the properties whose names match: a comma list of names and globs; a name also "
+          "selects the names under it (cache/ring: cache/ring/f32, ...). kvcheck list "
+          "properties shows them.");
+ABSL_FLAG(std::string, only, "", "The same as --property (the older name).");
+ABSL_FLAG(std::string, strategy, "",
+          "Run the properties of these cache strategies (comma list, globs): their state "
+          "machines, growth and storage laws, generation laws.");
+ABSL_FLAG(std::string, kernel, "",
+          "Run the properties of these attention kernels (comma list, globs), each law over the "
+          "selected kernels only.");
+ABSL_FLAG(std::string, dtype, "",
+          "Only these dtypes (f32, f16, bf16; comma list): state machines of that dtype, "
+          "kernel laws drawing only it.");
+ABSL_FLAG(std::string, defect, "",
+          "Run these catalogued defects (comma list, globs; kvcheck list defects): each must be "
+          "killed; every kill leaves a replay file in <failures_dir>/defects/. Without "
+          "--property/--strategy/--kernel/--dtype, only the defects run.");
+ABSL_FLAG(bool, defects, true,
+          "After the properties of an unselected run, run the whole defect catalogue.");
+ABSL_FLAG(double, max_seconds, 0,
+          "Stop the whole run after this many seconds (0: no limit): running properties stop "
+          "generating, shrink a failure within its budget and report what ran; properties not "
+          "started are reported as not run.");
+ABSL_FLAG(double, property_seconds, 0,
+          "Stop generating a property's cases after this many seconds (0: no limit).");
+ABSL_FLAG(int, threads, 0,
+          "Properties run on this many worker processes at once (0: one per CPU). Results are "
+          "the same for any number.");
+ABSL_FLAG(std::string, failures_dir, "kvcheck-failures",
+          "Every failure is written here as a replay file (kvcheck replay FILE).");
+ABSL_FLAG(std::string, report, "",
+          "Write report.json, report.md, report.xml (JUnit) and report.html into this directory.");
+ABSL_FLAG(std::string, baseline, "",
+          "An earlier report.json: regressions against it (a property that passed now fails, a "
+          "kernel's max error/bound up more than 2x, a defect no longer killed or killed 4x "
+          "slower, the suite 30% slower) make the exit code 2.");
 ABSL_FLAG(std::string, reproduce, "",
           "A RapidCheck reproduce string from a failure report: replays the shrunk case.");
-ABSL_FLAG(bool, list, false, "List the properties and their default case counts, then exit.");
-ABSL_FLAG(bool, defects, true,
-          "After the properties, run the defect catalogue (each defect must be killed).");
 ABSL_FLAG(std::string, isolation, "fork",
           "fork: run each case's check in a forked child, so that a crash, abort or hang of the "
           "code under test is a failing case that is shrunk and reported (default); none: run "
-          "in this process (for debuggers; a crash ends the run).");
+          "in this process (for debuggers, with --threads=1; a crash ends the run).");
 ABSL_FLAG(double, case_timeout, 60,
           "Seconds one case may run (fork isolation) before it is killed and fails as a hang.");
 ABSL_FLAG(double, shrink_seconds, 20,
           "Shrinking a failure stops after this many seconds, reporting the smallest failing "
           "case found so far.");
-ABSL_FLAG(int, shrink_attempts, 2000,
-          "Shrinking a failure stops after this many candidate cases.");
+ABSL_FLAG(int, shrink_attempts, 2000, "Shrinking a failure stops after this many candidate cases.");
 ABSL_FLAG(std::string, engine, "",
           "Check an external engine instead of kvcheck's own: the path of a shared library "
           "implementing the plug-in ABI (a file ending in .so: src/engine/kvcheck_engine.h), or "
           "a command that speaks the process protocol on stdin/stdout "
           "(src/engine/PROTOCOL.md), e.g. 'python3 my_engine.py'.");
 ABSL_FLAG(bool, isolate, false,
-          "With a plug-in --engine: run it in its own process through kvcheck_engine_host "
-          "(an engine that crashes or hangs then never takes kvcheck's case process with it).");
+          "With a plug-in --engine: run it in its own process through kvcheck_engine_host.");
 ABSL_FLAG(double, engine_timeout, 30,
           "Seconds one request to a process engine may take before it counts as a hang.");
 ABSL_FLAG(std::string, engine_restart, "crash",
@@ -73,289 +99,209 @@ ABSL_FLAG(std::string, oracle, "dd",
           "The reference's number type: dd (double-double, ~106 bits, the fast default) or real "
           "(50 decimal digits, the cross-check); reference/ERROR_BOUND.md step 6.");
 
-namespace kvcheck {
+namespace kvcheck::cli {
+
+std::string UserPath(const std::string& path) {
+  const char* where = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || where == nullptr || *where == '\0') return path;
+  return absl::StrCat(where, "/", path);
+}
+
 namespace {
 
-using properties::PropertyOutcome;
-using properties::PropertySpec;
+constexpr const char* kSubcommands[] = {"run", "list", "replay", "help"};
 
-// Progress while a property runs: on a terminal one redrawn line (cases, then shrink attempts);
-// otherwise a line when shrinking starts and one every 5 seconds of shrinking, so a CI log
-// shows where the time goes.
-std::function<void(const properties::DriverProgress&)> ProgressPrinter(std::string label,
-                                                                       int total,
-                                                                       bool interactive) {
-  auto last_cases = std::make_shared<int>(-1);
-  auto next_report = std::make_shared<double>(0.0);
-  return [label, total, interactive, last_cases, next_report](const properties::DriverProgress& p) {
-    if (!p.shrinking) {
-      const int step = total / 100 + 1;  // redraw at most ~100 times per property
-      if (interactive && p.cases / step != *last_cases) {
-        *last_cases = p.cases / step;
-        std::fprintf(stderr, "\r%s %6d/%d cases", label.c_str(), p.cases, total);
+// The flags of this file, in their order here, for help and suggestions.
+std::vector<absl::CommandLineFlag*> OwnFlags() {
+  std::vector<absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::EndsWith(flag->Filename(), "kvcheck_main.cc")) flags.push_back(flag);
+  }
+  std::sort(flags.begin(), flags.end(),
+            [](auto* a, auto* b) { return a->Name() < b->Name(); });
+  return flags;
+}
+
+void PrintHelp() {
+  std::printf(
+      "kvcheck: checks KV-cache strategies and attention kernels against a high-precision "
+      "reference.\n\n"
+      "  kvcheck [run] [flags]      run the suite and the defect catalogue (or what flags select)\n"
+      "  kvcheck list [strategies|kernels|properties|defects]\n"
+      "  kvcheck replay FILE...     re-run the case of failure files (exit 1 if one still fails)\n"
+      "  kvcheck help               this text\n\n"
+      "Exit codes: 0 all good, 1 failures, 2 regressions against --baseline, 3 usage error.\n\n"
+      "Flags:\n");
+  for (absl::CommandLineFlag* flag : OwnFlags()) {
+    std::printf("  --%s (default %s)\n      %s\n", std::string(flag->Name()).c_str(),
+                flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue().c_str(),
+                flag->Help().c_str());
+  }
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "kvcheck: %s (kvcheck help lists the flags)\n", message.c_str());
+  return kExitUsage;
+}
+
+// Sets the flags of argv; returns the positional arguments, or an error message.
+absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
+  std::vector<std::string> positional;
+  std::vector<std::string> names;
+  for (absl::CommandLineFlag* flag : OwnFlags()) names.push_back(std::string(flag->Name()));
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      for (++i; i < argc; ++i) positional.push_back(argv[i]);
+      break;
+    }
+    if (!absl::StartsWith(arg, "-") || arg == "-") {
+      positional.push_back(arg);
+      continue;
+    }
+    arg = arg.substr(arg[1] == '-' ? 2 : 1);
+    const size_t equals = arg.find('=');
+    std::string name = arg.substr(0, equals);
+    std::optional<std::string> value;
+    if (equals != std::string::npos) value = arg.substr(equals + 1);
+    if (name == "help" || name == "h" || name == "helpfull") {
+      positional.insert(positional.begin(), "help");
+      continue;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    bool negated = false;
+    if ((flag == nullptr || !absl::EndsWith(flag->Filename(), "kvcheck_main.cc")) &&
+        absl::StartsWith(name, "no")) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      negated = flag != nullptr && flag->IsOfType<bool>() && !value.has_value();
+      if (!negated) flag = nullptr;
+    }
+    if (flag == nullptr || !absl::EndsWith(flag->Filename(), "kvcheck_main.cc")) {
+      const std::vector<std::string> near = NearestNames(name, names, 2);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag --", name,
+          near.empty() ? "" : absl::StrCat(" (did you mean --", absl::StrJoin(near, ", --"), "?)")));
+    }
+    if (negated) {
+      value = "false";
+    } else if (!value.has_value()) {
+      if (flag->IsOfType<bool>()) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
       }
-      return;
     }
-    if (interactive) {
-      std::fprintf(stderr, "\r%s %6d/%d cases, shrinking: %d attempts, %d smaller, %.1f s",
-                   label.c_str(), p.cases, total, p.shrink_attempts, p.shrinks_accepted,
-                   p.shrink_seconds);
-    } else if (p.shrink_attempts == 1 || p.shrink_seconds >= *next_report) {
-      *next_report = p.shrink_seconds + 5.0;
-      std::fprintf(stderr, "%s failed after %d cases; shrinking: %d attempts, %d smaller, %.1f s\n",
-                   label.c_str(), p.cases + 1, p.shrink_attempts, p.shrinks_accepted,
-                   p.shrink_seconds);
+    std::string error;
+    if (!flag->ParseFrom(*value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", *value, ": ", error.empty() ? "not a valid value" : error));
     }
-  };
+  }
+  return positional;
 }
 
-void PrintFinalLine(const std::string& label, const PropertyOutcome& outcome, int total,
-                    bool interactive) {
-  std::string shrink;
-  if (!outcome.passed && outcome.shrink_attempts > 0) {
-    shrink = absl::StrFormat(", %d shrink attempts (%d smaller)%s", outcome.shrink_attempts,
-                             outcome.shrinks_accepted,
-                             outcome.shrink_budget_exhausted ? ", stopped at the budget" : "");
-  }
-  std::fprintf(stderr, "%s%s %6d/%d cases%s, %.1f s%s\n", interactive ? "\r" : "",
-               label.c_str(), outcome.cases, total, shrink.c_str(), outcome.seconds,
-               interactive ? "\x1b[K" : "");
-}
-
-// What the run checks, and the process engine behind it (if any).
-struct Checked {
-  std::shared_ptr<const properties::Subject> subject;
-  std::shared_ptr<engine::ProcessEngine> process;
-};
-
-// kvcheck_engine_host next to this binary (bazel-bin/cli/), unless --engine_host says where.
-std::string EngineHostPath() {
-  if (!absl::GetFlag(FLAGS_engine_host).empty()) return absl::GetFlag(FLAGS_engine_host);
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string dir = n > 0 ? std::string(self, n) : std::string("./kvcheck");
-  return dir.substr(0, dir.rfind('/') + 1) + "kvcheck_engine_host";
-}
-
-// The subject of the run: kvcheck's own engine, or the one --engine names. Exits with 2
-// when the engine cannot be loaded or started (the message says why).
-Checked ChooseSubject() {
-  const std::string spec = absl::GetFlag(FLAGS_engine);
-  Checked checked;
-  if (spec.empty()) {
-    checked.subject = std::shared_ptr<const properties::Subject>(
-        &properties::BuiltinSubject(), [](const properties::Subject*) {});
-    return checked;
-  }
-  absl::StatusOr<std::shared_ptr<engine::Engine>> opened = engine::OpenEngine(
-      spec, {absl::GetFlag(FLAGS_isolate), EngineHostPath(), absl::GetFlag(FLAGS_engine_timeout)});
-  if (!opened.ok()) {
-    std::fprintf(stderr, "kvcheck: %s\n", std::string(opened.status().message()).c_str());
-    std::exit(2);
-  }
-  const std::shared_ptr<engine::Engine> loaded = *std::move(opened);
-  checked.process = std::dynamic_pointer_cast<engine::ProcessEngine>(loaded);
-  auto subject = std::make_shared<properties::Subject>();
-  subject->name = loaded->info().name;
-  subject->strategies = engine::EngineStrategies(loaded);
-  subject->kernels = engine::EngineKernels(loaded);
-  subject->engine = loaded;
-  std::printf("kvcheck: checking engine %s (%s): %zu strategies, %zu kernels, %zu steppers, "
-              "%zu models\n",
-              subject->name.c_str(), loaded->description().c_str(), subject->strategies.size(),
-              subject->kernels.size(), loaded->info().steppers.size(),
-              loaded->info().models.size());
-  for (const CacheStrategy& s : subject->strategies) {
-    std::printf("  strategy %-24s %s%s%s%s\n", s.name, s.windowed ? "windowed " : "",
-                s.per_row ? "per-row " : "", s.forks ? "fork " : "",
-                s.reports_storage ? "stats" : "");
-  }
-  for (const AttentionKernel& k : subject->kernels) {
-    std::printf("  kernel   %-24s features 0x%02x dtypes 0x%x\n", k.name, k.features, k.dtypes);
-  }
-  for (const engine::StepperInfo& s : loaded->info().steppers) {
-    std::printf("  stepper  %-24s %s%s%sdtypes 0x%x\n", s.name.c_str(),
-                (s.flags & KVCHECK_STEPPER_WINDOWED) ? absl::StrCat("window ", s.window, " ").c_str()
-                                                     : "",
-                (s.flags & KVCHECK_STEPPER_RESET) ? "reset " : "",
-                (s.flags & KVCHECK_STEPPER_GQA) ? "gqa " : "", s.dtypes);
-  }
-  for (const engine::ModelInfo& m : loaded->info().models) {
-    std::printf("  model    %-24s vocabulary %lld, %lld tokens, %s%stolerance %g\n",
-                m.name.c_str(), static_cast<long long>(m.vocab_size),
-                static_cast<long long>(m.max_tokens),
-                (m.flags & KVCHECK_MODEL_RESET) ? "reset " : "",
-                (m.flags & KVCHECK_MODEL_BATCH) ? "batch " : "", m.tolerance);
-  }
-  checked.subject = std::move(subject);
-  return checked;
-}
-
-int Run() {
+// The settings of the flags, or a usage error.
+absl::StatusOr<Settings> ReadSettings(int argc, char** argv) {
+  Settings s;
+  s.command_line = "kvcheck";
+  for (int i = 1; i < argc; ++i) absl::StrAppend(&s.command_line, " ", argv[i]);
+  s.engine.spec = absl::GetFlag(FLAGS_engine);
+  s.engine.isolate = absl::GetFlag(FLAGS_isolate);
+  s.engine.timeout = absl::GetFlag(FLAGS_engine_timeout);
   const std::string restart = absl::GetFlag(FLAGS_engine_restart);
   if (restart != "crash" && restart != "case") {
-    std::fprintf(stderr, "kvcheck: --engine_restart must be crash or case, not '%s'\n",
-                 restart.c_str());
-    return 3;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--engine_restart must be crash or case, not '", restart, "'"));
   }
-  const Checked checked = ChooseSubject();
-  properties::Suite suite = properties::SuiteFor(checked.subject);
-  std::vector<PropertySpec> selected;
-  for (const PropertySpec& spec : suite.properties) {
-    for (absl::string_view prefix : absl::StrSplit(absl::GetFlag(FLAGS_only), ',')) {
-      if (absl::StartsWith(spec.name, prefix)) {
-        selected.push_back(spec);
-        break;
-      }
-    }
+  s.engine.restart_every_case = restart == "case";
+  s.engine.host = absl::GetFlag(FLAGS_engine_host);
+  s.seed = absl::GetFlag(FLAGS_seed);
+  s.cases = absl::GetFlag(FLAGS_cases);
+  s.case_scale = absl::GetFlag(FLAGS_case_scale);
+  if (s.cases < 0 || !(s.case_scale > 0) || s.case_scale > 1e6) {
+    return absl::InvalidArgumentError("--cases must be >= 0 and --case_scale in (0, 1e6]");
   }
-  if (absl::GetFlag(FLAGS_list)) {
-    for (const PropertySpec& spec : selected) {
-      std::printf("%-50s %6d cases\n", spec.name.c_str(), spec.default_cases);
-    }
-    return 0;
+  std::string properties = absl::GetFlag(FLAGS_property);
+  if (!absl::GetFlag(FLAGS_only).empty()) {
+    properties = properties.empty() ? absl::GetFlag(FLAGS_only)
+                                    : absl::StrCat(properties, ",", absl::GetFlag(FLAGS_only));
   }
-  if (selected.empty()) {
-    std::fprintf(stderr, "kvcheck: no property matches --only=%s\n",
-                 absl::GetFlag(FLAGS_only).c_str());
-    return 2;
+  s.properties = NameSelection(properties);
+  s.strategies = NameSelection(absl::GetFlag(FLAGS_strategy));
+  s.kernels = NameSelection(absl::GetFlag(FLAGS_kernel));
+  s.dtypes = NameSelection(absl::GetFlag(FLAGS_dtype));
+  s.defects = NameSelection(absl::GetFlag(FLAGS_defect));
+  s.run_defects = absl::GetFlag(FLAGS_defects);
+  s.reproduce = absl::GetFlag(FLAGS_reproduce);
+  if (!properties::ParseIsolation(absl::GetFlag(FLAGS_isolation), &s.isolation)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--isolation must be fork or none, not '", absl::GetFlag(FLAGS_isolation), "'"));
   }
-  properties::RunOptions options;
-  options.seed = absl::GetFlag(FLAGS_seed);
-  options.fixed_cases = absl::GetFlag(FLAGS_cases);
-  options.case_scale = absl::GetFlag(FLAGS_case_scale);
-  options.reproduce = absl::GetFlag(FLAGS_reproduce);
-  if (!properties::ParseIsolation(absl::GetFlag(FLAGS_isolation), &options.isolation.mode)) {
-    std::fprintf(stderr, "kvcheck: --isolation must be fork or none, not '%s'\n",
-                 absl::GetFlag(FLAGS_isolation).c_str());
-    return 3;
-  }
+  s.case_timeout = absl::GetFlag(FLAGS_case_timeout);
+  s.shrink_seconds = absl::GetFlag(FLAGS_shrink_seconds);
+  s.shrink_attempts = absl::GetFlag(FLAGS_shrink_attempts);
+  s.oracle = absl::GetFlag(FLAGS_oracle);
   reference::Oracle oracle;
-  if (!reference::ParseOracle(absl::GetFlag(FLAGS_oracle), &oracle)) {
-    std::fprintf(stderr, "kvcheck: --oracle must be dd or real, not '%s'\n",
-                 absl::GetFlag(FLAGS_oracle).c_str());
-    return 3;
+  if (!reference::ParseOracle(s.oracle, &oracle)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--oracle must be dd, real or real100, not '", s.oracle, "'"));
   }
   reference::SetDefaultOracle(oracle);
-  options.isolation.timeout_seconds = absl::GetFlag(FLAGS_case_timeout);
-  options.shrink_seconds = absl::GetFlag(FLAGS_shrink_seconds);
-  options.shrink_attempts = absl::GetFlag(FLAGS_shrink_attempts);
-  if (!absl::GetFlag(FLAGS_engine).empty()) {
-    options.replay_flags = absl::StrCat("--engine='", absl::GetFlag(FLAGS_engine), "'",
-                                        absl::GetFlag(FLAGS_isolate) ? " --isolate" : "");
+  s.max_seconds = absl::GetFlag(FLAGS_max_seconds);
+  s.property_seconds = absl::GetFlag(FLAGS_property_seconds);
+  if (s.max_seconds < 0 || s.property_seconds < 0) {
+    return absl::InvalidArgumentError("--max_seconds and --property_seconds must be >= 0");
   }
-  if (checked.process != nullptr) {
-    // Between cases: a fresh engine after a case that died mid-request (or before every case).
-    options.isolation.after_case = [process = checked.process,
-                                    always = restart == "case"](properties::CaseEnd end) {
-      const absl::Status restarted =
-          process->RestartIfNeeded(always, end != properties::CaseEnd::kNone);
-      if (!restarted.ok()) {
-        std::fprintf(stderr, "kvcheck: restarting the engine failed: %s\n",
-                     std::string(restarted.message()).c_str());
-      }
-    };
+  s.threads = absl::GetFlag(FLAGS_threads);
+  if (s.threads < 0 || s.threads > 256) {
+    return absl::InvalidArgumentError("--threads must be between 0 (one per CPU) and 256");
   }
-  const bool interactive = isatty(fileno(stderr));
-  std::printf("kvcheck: %zu properties, seed %llu, isolation %s, oracle %s\n", selected.size(),
-              static_cast<unsigned long long>(options.seed),
-              properties::IsolationName(options.isolation.mode), reference::OracleName(oracle));
-  std::fflush(stdout);
-
-  std::vector<PropertyOutcome> outcomes;
-  for (size_t i = 0; i < selected.size(); ++i) {
-    const PropertySpec& spec = selected[i];
-    options.progress = ProgressPrinter(
-        absl::StrFormat("[%2zu/%zu] %-50s", i + 1, selected.size(), spec.name),
-        properties::CasesFor(spec, options), interactive);
-    PropertyOutcome outcome = properties::RunProperty(spec, options);
-    PrintFinalLine(absl::StrFormat("[%2zu/%zu] %-50s", i + 1, selected.size(), spec.name),
-                   outcome, properties::CasesFor(spec, options), interactive);
-    if (!outcome.passed) {
-      std::fprintf(stderr, "FAILED %s\n%s\n%s\n", outcome.name.c_str(), outcome.message.c_str(),
-                   outcome.replay.c_str());
-    }
-    outcomes.push_back(std::move(outcome));
+  if (s.threads == 0) s.threads = std::max(1u, std::thread::hardware_concurrency());
+  if (s.isolation == properties::Isolation::kInProcess) s.threads = 1;  // a debugger's run
+  s.failures_dir = UserPath(absl::GetFlag(FLAGS_failures_dir));
+  // Under `bazel test`, failures go where Bazel keeps a test's outputs.
+  if (const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+      outputs != nullptr && absl::GetFlag(FLAGS_failures_dir) == "kvcheck-failures") {
+    s.failures_dir = absl::StrCat(outputs, "/kvcheck-failures");
   }
-
-  int passed = 0;
-  std::printf("\n%-50s %8s %9s  %s\n", "property", "cases", "seconds", "result");
-  for (const PropertyOutcome& o : outcomes) {
-    passed += o.passed ? 1 : 0;
-    std::printf("%-50s %8d %9.2f  %s\n", o.name.c_str(), o.cases, o.seconds,
-                o.passed ? "PASS" : "FAIL");
-  }
-  // The cache state machines: one row per strategy and dtype.
-  int width = 12;
-  for (const CacheStrategy& s : suite.subject->strategies) {
-    width = std::max(width, static_cast<int>(std::strlen(s.name)));
-  }
-  bool header = false;
-  for (const PropertyOutcome& o : outcomes) {
-    auto stats = suite.cache_stats->find(o.name);
-    if (stats == suite.cache_stats->end()) continue;
-    if (!header) {
-      std::printf("\n%-*s %-6s %8s %10s  %s\n", width, "strategy", "dtype", "cases", "commands",
-                  "result");
-      header = true;
-    }
-    // Names are "cache/<strategy>/<dtype>".
-    const std::vector<std::string> parts = absl::StrSplit(o.name, '/');
-    std::printf("%-*s %-6s %8d %10lld  %s\n", width, parts[1].c_str(), parts[2].c_str(), o.cases,
-                static_cast<long long>(stats->second.commands), o.passed ? "PASS" : "FAIL");
-  }
-  if (!suite.kernel_stats->empty()) {
-    std::printf("\nAttention kernels against the reference (observed error / bound):\n%s",
-                properties::FormatKernelStats(*suite.kernel_stats).c_str());
-  }
-  if (!suite.envelope_stats->empty()) {
-    std::printf("\nPrecision envelope against the straightforward f32 baseline (error / allowed; "
-                "above 1 is a precision regression):\n%s",
-                properties::FormatEnvelopeStats(*suite.envelope_stats).c_str());
-  }
-  if (suite.soundness->problems > 0) {
-    std::printf("\nError-bound tightness (observed error / bound, straightforward f32 "
-                "attention):\n%s",
-                suite.soundness->Report().c_str());
-  }
-  int failed = static_cast<int>(outcomes.size()) - passed;
-  std::printf("\n%d passed, %d failed\n", passed, failed);
-
-  // The defect catalogue: every defect must be killed by its property within its budget.
-  int survived = 0;
-  // (kvcheck's own catalogue: not run when checking another engine.)
-  if (absl::GetFlag(FLAGS_defects) && absl::GetFlag(FLAGS_only).empty() &&
-      suite.subject->builtin) {
-    std::printf("\nDefect catalogue (each must be killed):\n%s",
-                defects::KillTableHeader().c_str());
-    for (const defects::Defect& defect : defects::Defects()) {
-      if (defect.killer == defects::Killer::kPending) {
-        std::printf("%-40s %-52s %s\n", defect.name, "(needs the decoders)", "pending");
-        continue;
-      }
-      properties::RunOptions kill_options = options;
-      kill_options.progress = nullptr;
-      const defects::KillResult result = defects::RunKill(defect, kill_options);
-      std::printf("%s", defects::FormatKillRow(result).c_str());
-      std::fflush(stdout);
-      if (!result.killed) ++survived;
-    }
-    std::printf("\n%d defects survived\n", survived);
-  }
-  return failed == 0 && survived == 0 ? 0 : 1;
+  s.report_dir = UserPath(absl::GetFlag(FLAGS_report));
+  s.baseline = UserPath(absl::GetFlag(FLAGS_baseline));
+  return s;
 }
 
 }  // namespace
-}  // namespace kvcheck
+}  // namespace kvcheck::cli
 
 int main(int argc, char** argv) {
+  using namespace kvcheck::cli;  // NOLINT: main only dispatches
   // The suite's cases are small: OpenBLAS's worker threads (which spin and yield between
   // products) cost more than they save, and each forked case would start them again.
   openblas_set_num_threads(1);
-  absl::SetProgramUsageMessage(
-      "Checks KV-cache strategies and attention kernels against a 50-digit reference.\n"
-      "Runs the built-in suite with a fixed seed; every failure prints the seed and a shrunk,\n"
-      "replayable counterexample.");
-  absl::ParseCommandLine(argc, argv);
-  return kvcheck::Run();
+  absl::StatusOr<std::vector<std::string>> positional = ParseFlags(argc, argv);
+  if (!positional.ok()) return UsageError(std::string(positional.status().message()));
+  std::string command = positional->empty() ? "run" : positional->front();
+  std::vector<std::string> rest;
+  if (!positional->empty()) rest.assign(positional->begin() + 1, positional->end());
+  if (command == "help") {
+    PrintHelp();
+    return kExitPassed;
+  }
+  if (std::find(std::begin(kSubcommands), std::end(kSubcommands), command) ==
+      std::end(kSubcommands)) {
+    const std::vector<std::string> near =
+        NearestNames(command, {std::begin(kSubcommands), std::end(kSubcommands)}, 1);
+    return UsageError(absl::StrCat("unknown command '", command, "'",
+                                   near.empty() ? "" : absl::StrCat(" (did you mean ", near[0], "?)"),
+                                   "; the commands are run, list, replay, help"));
+  }
+  absl::StatusOr<Settings> settings = ReadSettings(argc, argv);
+  if (!settings.ok()) return UsageError(std::string(settings.status().message()));
+  if (command == "list") return ListCommand(*settings, rest);
+  if (command == "replay") return ReplayCommand(*settings, rest);
+  if (!rest.empty()) {
+    return UsageError(absl::StrCat("kvcheck run takes no arguments, got '", rest.front(), "'"));
+  }
+  return RunCommand(*settings);
 }

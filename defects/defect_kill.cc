@@ -66,6 +66,7 @@ KillResult RunKill(const Defect& defect, const properties::RunOptions& options) 
   result.shrink_budget_exhausted = outcome.shrink_budget_exhausted;
   result.end = outcome.end;
   result.message = outcome.message;
+  result.outcome = outcome;
   return result;
 }
 

@@ -23,6 +23,7 @@ struct KillResult {
   bool shrink_budget_exhausted = false;
   properties::CaseEnd end = properties::CaseEnd::kNone;  // assertion, crash or timeout
   std::string message;         // the property's report (the counterexample)
+  properties::PropertyOutcome outcome;  // the killing property's whole outcome (its replay)
 };
 
 // Case budgets: a defect surviving this many cases counts as not killed.

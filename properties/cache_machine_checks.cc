@@ -49,10 +49,24 @@ std::string DescribeViewMismatch(const CacheView& view, const reference::CacheMo
         for (int64_t d = 0; d < D; ++d) {
           const int64_t at = ((b * KH + h) * length + j) * D + d;
           if (k_bits[at] != token.k[h * D + d] || v_bits[at] != token.v[h * D + d]) {
-            return absl::StrCat(what, ": batch row ", b, " head ", h, " position ", position,
-                                " (slot ", j, ") element ", d, ": K/V bits ", k_bits[at], "/",
-                                v_bits[at], ", model ", token.k[h * D + d], "/",
-                                token.v[h * D + d]);
+            // Bits compare exactly (a cache moves values, never rounds them); the values
+            // are for the reader.
+            const auto value = [dtype](uint32_t bits) {
+              float f;
+              if (dtype == DType::kF32) {
+                std::memcpy(&f, &bits, sizeof f);
+              } else {
+                f = dtype == DType::kF16 ? F16BitsToF32(static_cast<uint16_t>(bits))
+                                         : BF16BitsToF32(static_cast<uint16_t>(bits));
+              }
+              return f;
+            };
+            return absl::StrCat(
+                what, ": batch row ", b, " head ", h, " position ", position, " (slot ", j,
+                ") element ", d, ": engine K/V ", value(k_bits[at]), "/", value(v_bits[at]),
+                " (bits ", k_bits[at], "/", v_bits[at], "), reference model ",
+                value(token.k[h * D + d]), "/", value(token.v[h * D + d]), " (bits ",
+                token.k[h * D + d], "/", token.v[h * D + d], ")");
           }
         }
       }

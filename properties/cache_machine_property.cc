@@ -89,8 +89,17 @@ PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtyp
         command.checkPreconditions(state);
         std::ostringstream shown;
         command.show(shown);
-        NoteStep(absl::StrCat("command ", i + 1, " of ", commands.size(), ": ", shown.str()));
-        command.run(state, sut);
+        const std::string step =
+            absl::StrCat("command ", i + 1, " of ", commands.size(), ": ", shown.str());
+        NoteStep(step);
+        try {
+          command.run(state, sut);
+        } catch (const rc::detail::CaseResult& result) {
+          // The first step at which engine and model differ, named in the failure itself.
+          if (result.type != rc::detail::CaseResult::Type::Failure) throw;
+          throw rc::detail::CaseResult(result.type,
+                                       absl::StrCat("at ", step, "\n", result.description));
+        }
         command.apply(state);
       }
       for (const std::string& event : events) RC_TAG(event);

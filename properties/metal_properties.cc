@@ -26,7 +26,7 @@ constexpr int64_t kReferenceRows = 2000;  // rows x keys the exact reference che
 // `property`: the property's name; `name`: the kernel's, for failure messages.
 PropertySpec MetalKernelVsReference(const std::string& property, const std::string& name,
                                     KernelFn kernel, int cases) {
-  return {property, cases, [name, kernel] {
+  PropertySpec spec{property, cases, [name, kernel] {
             KernelCase c = *GenKernelCase(kMaxKeys);
             const reference::AttentionProblem& p = c.problem;
             RC_PRE(p.batch * p.num_heads * p.q_len <= kMaxRows);
@@ -42,6 +42,8 @@ PropertySpec MetalKernelVsReference(const std::string& property, const std::stri
               Check(name, c, exact, kernel(in->q, in->k, in->v, in->params));
             });
           }};
+  spec.kernels = {name};
+  return spec;
 }
 
 struct NamedKernel {
@@ -75,7 +77,7 @@ PropertySpec MetalKernelsAgree(
     const std::string& property, KernelCaseLimits limits, int cases,
     std::vector<NamedKernel> kernels,
     std::function<void(const KernelCase&, const std::vector<Tensor>&)> check = nullptr) {
-  return {property, cases, [limits, kernels, check] {
+  PropertySpec spec{property, cases, [limits, kernels, check] {
             KernelCase c = *GenKernelCase(kMaxKeys, limits);
             const reference::AttentionProblem& p = c.problem;
             RC_PRE(p.batch * p.num_heads * p.q_len <= kMaxRows);
@@ -100,6 +102,8 @@ PropertySpec MetalKernelsAgree(
               if (check) check(c, outputs);
             });
           }};
+  for (const NamedKernel& k : kernels) spec.kernels.push_back(k.name);
+  return spec;
 }
 
 std::vector<PropertySpec> MetalLawsBetweenKernels() {

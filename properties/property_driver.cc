@@ -61,8 +61,9 @@ DriverResult Reproduce(const rc::detail::Property& property, const DriverOptions
   CaseEnd end;
   const CaseDescription description = Evaluate(*minimal, &end);
   if (description.result.type != CaseResult::Type::Failure) {
-    result.kind = DriverResult::Kind::kNotReproduced;
+    result.kind = DriverResult::Kind::kReproducedCasePasses;
     result.description = "the reproduced case passes now";
+    result.counterexample = description.example();
     return result;
   }
   RecordFailure(description, end, result);
@@ -85,6 +86,10 @@ DriverResult DriveProperty(const rc::detail::Property& property, const DriverOpt
   CaseDescription failing_description;
   CaseEnd failing_end = CaseEnd::kNone;
   while (result.successes < options.cases) {
+    if (options.deadline.has_value() && Clock::now() >= *options.deadline) {
+      result.stopped_at_deadline = true;
+      break;
+    }
     const int size =
         SizeFor(result.successes, options.cases, options.max_size) + recent_discards / 10;
     const rc::Random case_random = random.split();

@@ -17,6 +17,7 @@
 #ifndef KVCHECK_PROPERTIES_PROPERTY_DRIVER_H_
 #define KVCHECK_PROPERTIES_PROPERTY_DRIVER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -42,6 +43,9 @@ struct DriverOptions {
   int max_discard_ratio = 10;  // give up after this many discards per requested case
   double shrink_seconds = 20;
   int shrink_attempts = 5000;
+  // Generation stops at this time (steady clock) even if fewer than `cases` ran; a failing
+  // case found before it is still shrunk within the shrink budget. Unset: no limit.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   // Replay exactly this case (no search, no shrinking) instead of searching.
   std::optional<rc::detail::Reproduce> reproduce;
   // Called after every case and every shrink attempt.
@@ -49,7 +53,9 @@ struct DriverOptions {
 };
 
 struct DriverResult {
-  enum class Kind { kPassed, kFailed, kGaveUp, kNotReproduced };
+  // kReproducedCasePasses: the reproduce value's case exists and passes (counterexample is
+  // that case); kNotReproduced: the value does not name a case of this property.
+  enum class Kind { kPassed, kFailed, kGaveUp, kNotReproduced, kReproducedCasePasses };
   Kind kind = Kind::kPassed;
   int successes = 0;
   int discards = 0;
@@ -62,6 +68,7 @@ struct DriverResult {
   int shrink_attempts = 0;
   int shrinks_accepted = 0;
   bool shrink_budget_exhausted = false;
+  bool stopped_at_deadline = false;  // generation stopped at DriverOptions::deadline
   double search_seconds = 0;  // until the first failure (or the end of the run)
   double shrink_seconds = 0;
 };

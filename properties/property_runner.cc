@@ -48,6 +48,15 @@ std::string FailureMessage(const DriverResult& result) {
   return text;
 }
 
+// The shrunk case as RapidCheck shows it: each generated value's type, then the value.
+std::string CounterexampleText(const DriverResult& result) {
+  std::string text;
+  for (const auto& [type, value] : result.counterexample) {
+    absl::StrAppend(&text, text.empty() ? "" : "\n", type, ":\n", value, "\n");
+  }
+  return text;
+}
+
 }  // namespace
 
 RunOptions RunOptionsFromEnvironment() {
@@ -93,6 +102,8 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   driver.shrink_seconds = options.shrink_seconds;
   driver.shrink_attempts = options.shrink_attempts;
   driver.progress = options.progress;
+  driver.deadline = options.deadline;
+  outcome.seed = options.seed;
   if (!options.reproduce.empty()) {
     const auto reproduce_map = rc::detail::configFromString(options.reproduce).reproduce;
     const auto found = reproduce_map.find(spec.name);
@@ -112,10 +123,13 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   outcome.search_seconds = result.search_seconds;
   outcome.cases = result.successes;
   outcome.distribution = result.distribution;
+  outcome.stopped_at_deadline = result.stopped_at_deadline;
   switch (result.kind) {
     case DriverResult::Kind::kPassed:
       outcome.passed = true;
-      outcome.message = absl::StrCat("OK, passed ", result.successes, " cases");
+      outcome.message = absl::StrCat("OK, passed ", result.successes, " cases",
+                                     result.stopped_at_deadline ? " (stopped at the time limit)"
+                                                                : "");
       return outcome;
     case DriverResult::Kind::kGaveUp:
       outcome.message = absl::StrCat("Gave up after ", result.successes, " cases and ",
@@ -124,10 +138,17 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
     case DriverResult::Kind::kNotReproduced:
       outcome.message = absl::StrCat("Could not reproduce: ", result.description);
       return outcome;
+    case DriverResult::Kind::kReproducedCasePasses:
+      outcome.message = absl::StrCat("Could not reproduce: ", result.description);
+      outcome.reproduced_case_passes = true;
+      outcome.counterexample = CounterexampleText(result);
+      return outcome;
     case DriverResult::Kind::kFailed:
       break;
   }
   outcome.message = FailureMessage(result);
+  outcome.counterexample = CounterexampleText(result);
+  outcome.description = result.description;
   outcome.end = result.end;
   outcome.shrink_attempts = result.shrink_attempts;
   outcome.shrinks_accepted = result.shrinks_accepted;
@@ -140,6 +161,7 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   config.testParams.seed = driver.seed;
   config.reproduce[spec.name] = result.reproduce;
   const std::string reproduce = rc::detail::configToMinimalString(config);
+  outcome.reproduce = reproduce;
   const std::string command =
       options.replay_flags.empty() ? "kvcheck" : absl::StrCat("kvcheck ", options.replay_flags);
   outcome.replay = absl::StrCat(

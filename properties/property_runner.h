@@ -16,7 +16,9 @@
 #ifndef KVCHECK_PROPERTIES_PROPERTY_RUNNER_H_
 #define KVCHECK_PROPERTIES_PROPERTY_RUNNER_H_
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <map>
 #include <ostream>
@@ -34,6 +36,12 @@ struct PropertySpec {
   int default_cases = 100;
   std::function<void()> body;
   int max_size = 100;  // RapidCheck's size ramp ends here (e.g. caps command sequences)
+  // What it exercises, for the command's selection (--strategy, --kernel, --dtype): the
+  // strategies and kernels it runs (empty: none), and its one dtype (empty: any or none).
+  // SuiteFor fills these in for the suite's properties (suite.h).
+  std::vector<std::string> strategies = {};
+  std::vector<std::string> kernels = {};
+  std::string dtype = {};
 };
 
 // gtest prints a parameterised test's parameter with this.
@@ -50,6 +58,9 @@ struct RunOptions {
   int shrink_attempts = 2000;  // ... or this many candidates, with the smallest case so far
   // Called after every case and every shrink attempt.
   std::function<void(const DriverProgress&)> progress;
+  // Generation of a property's cases stops at this time (a failure found before it is still
+  // shrunk); the outcome says so. Unset: every case runs.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   // Flags the replay lines add to the kvcheck command ("--engine=...": what was checked).
   std::string replay_flags;
 };
@@ -73,6 +84,14 @@ struct PropertyOutcome {
   int shrink_attempts = 0;
   int shrinks_accepted = 0;
   bool shrink_budget_exhausted = false;  // shrinking stopped at the budget, not at a minimum
+  bool stopped_at_deadline = false;  // fewer cases than asked: RunOptions::deadline came first
+  uint64_t seed = 0;                 // the base seed of the run
+  std::string reproduce;             // on failure: RapidCheck's reproduce string for the case
+  std::string counterexample;        // on failure: the shrunk case, as RapidCheck shows it
+  // RunOptions::reproduce named a case that passes now (not a pass of the property: the
+  // property ran one case; counterexample shows it).
+  bool reproduced_case_passes = false;
+  std::string description;           // on failure: what went wrong (the values that diverged)
   std::map<std::vector<std::string>, int> distribution;  // RC_CLASSIFY / RC_TAG counts
 };
 

@@ -77,9 +77,10 @@ AttentionComparison CompareAttention(absl::Span<const float> actual,
     if (result.violations++ == 0) {
       result.first_violation_element = static_cast<int64_t>(e);
       result.first_violation = absl::StrFormat(
-          "%s: expected %s, actual %.9g, exact %.17g, bound %.3g (error %.3g)",
+          "%s: expected %s, actual %.9g, exact %.17g, bound %.3g (error %.3g, error/bound %.3g)",
           IndexString(static_cast<int64_t>(e), shape), ExpectationName(expectation), actual[e],
-          exact, bound, std::fabs(static_cast<double>(actual[e]) - exact));
+          exact, bound, std::fabs(static_cast<double>(actual[e]) - exact),
+          std::fabs(static_cast<double>(actual[e]) - exact) / bound);
     }
   }
   return result;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The kvcheck command as a user and a CI job see it: usage errors (one line, exit 3), a defect
+# run leaving replay files that `kvcheck replay` reproduces, the four report formats, and
+# --baseline returning 2 on an injected regression.
+set -uo pipefail
+kvcheck=$1
+work=${TEST_TMPDIR:-$(mktemp -d)}
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# expect_exit CODE LOG COMMAND...: runs COMMAND with its output in LOG, checks its exit code.
+expect_exit() {
+  local code=$1 log=$2
+  shift 2
+  "$@" >"$log" 2>&1
+  local got=$?
+  [[ $got -eq $code ]] || { fail "expected exit $code, got $got: $*"; tail -20 "$log"; }
+}
+
+# Usage errors: one line on stderr, exit 3, the nearest valid name suggested.
+expect_exit 3 "$work/u1" "$kvcheck" --kernal=flash
+grep -q "unknown flag --kernal (did you mean --kernel?)" "$work/u1" || fail "flag suggestion: $(cat "$work/u1")"
+expect_exit 3 "$work/u2" "$kvcheck" --kernel=flsh
+grep -q "no kernel matches 'flsh' (did you mean flash?)" "$work/u2" || fail "kernel suggestion"
+expect_exit 3 "$work/u3" "$kvcheck" lst
+grep -q "did you mean list?" "$work/u3" || fail "command suggestion"
+expect_exit 3 "$work/u4" "$kvcheck" --cases=many
+expect_exit 3 "$work/u5" "$kvcheck" replay "$work/no-such-file.kvfail"
+for log in u1 u2 u3 u4 u5; do
+  [[ $(wc -l <"$work/$log") -eq 1 ]] || fail "usage error $log is not one line: $(cat "$work/$log")"
+done
+expect_exit 0 "$work/list" "$kvcheck" list kernels
+grep -q "^  flash " "$work/list" || fail "list kernels"
+
+# A defect run: each kill leaves a replay file; replaying it against the defect fails again,
+# and the same case run on the correct strategy's or kernel's property passes.
+expect_exit 0 "$work/defects.log" "$kvcheck" --defect=prealloc_clone_shares_buffer,metal_element_offsets \
+  --failures_dir="$work/failures" --threads=2
+for pair in prealloc_clone_shares_buffer:cache/prealloc/f32 \
+            metal_element_offsets:attention/metal_vector_vs_reference; do
+  defect=${pair%%:*}
+  file=$work/failures/defects/$defect.kvfail
+  [[ -s $file ]] || { fail "no replay file for $defect"; continue; }
+  expect_exit 1 "$work/replay-$defect" "$kvcheck" replay "$file"
+  grep -q "still fails" "$work/replay-$defect" || fail "replay of $defect did not reproduce"
+  sed -e '/^defect:/d' -e "s|^property: .*|property: ${pair#*:}|" "$file" >"$work/$defect-fixed.kvfail"
+  expect_exit 0 "$work/fixed-$defect" "$kvcheck" replay "$work/$defect-fixed.kvfail"
+  grep -q "passes now" "$work/fixed-$defect" || fail "the correct engine does not pass $defect's case"
+done
+grep -q "element 0: engine K/V" "$work/replay-prealloc_clone_shares_buffer" ||
+  fail "the state machine replay does not show the diverging values"
+grep -q "^at command [0-9]* of [0-9]*: " "$work/replay-prealloc_clone_shares_buffer" ||
+  fail "the state machine replay does not name the step"
+grep -q "error/bound" "$work/replay-metal_element_offsets" || fail "the kernel replay has no ratio"
+# A malformed file: one line naming the line.
+printf 'format: kvcheck-failure 1\nproperty: x\nseed: minus one\n' >"$work/bad.kvfail"
+expect_exit 3 "$work/bad.log" "$kvcheck" replay "$work/bad.kvfail"
+grep -q "bad.kvfail: line 3: 'seed' must be a non-negative integer" "$work/bad.log" || fail "$(cat "$work/bad.log")"
+
+# Reports, and the baseline: the same run against itself passes; against a baseline whose
+# kernels erred far less (an injected regression: the ratios now are >2x those) it exits 2.
+run=("$kvcheck" --property=attention/kernels_vs_reference --kernel=flash/scalar --cases=25 --threads=2)
+expect_exit 0 "$work/report.log" "${run[@]}" --report="$work/first"
+for f in report.json report.md report.xml report.html; do
+  [[ -s $work/first/$f ]] || fail "no $f"
+done
+grep -q '"schema": "kvcheck-report"' "$work/first/report.json" || fail "report.json schema"
+grep -q '<testcase classname="attention" name="kernels_vs_reference"' "$work/first/report.xml" || fail "junit"
+grep -q "<svg" "$work/first/report.html" || fail "html has no chart"
+expect_exit 0 "$work/same.log" "${run[@]}" --baseline="$work/first/report.json"
+grep -q "0 regressions" "$work/same.log" || fail "the run regressed against itself"
+sed -E 's/"max_ratio": [0-9.e+-]+/"max_ratio": 1e-9/' "$work/first/report.json" >"$work/tight.json"
+expect_exit 2 "$work/regressed.log" "${run[@]}" --baseline="$work/tight.json" --report="$work/second"
+grep -q "kernel.*flash/scalar f32" "$work/regressed.log" || fail "no kernel regression listed"
+grep -q '"exit_code": 2' "$work/second/report.json" || fail "report.json exit code"
+grep -q "REGRESSED" "$work/second/report.md" || fail "report.md verdict"
+expect_exit 3 "$work/badbase.log" "${run[@]}" --baseline="$work/first/report.md"
+
+echo "$failures failures"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,55 @@
+// Writes the four report files; each is written to a temporary name and renamed, so that a
+// CI step reading the directory never sees half a file.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "report/report_writers.h"
+
+namespace kvcheck::report {
+namespace {
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", temporary, ": ",
+                                                      std::strerror(errno)));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", temporary, " to ", path, ": ",
+                                            std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteReportFiles(const RunReport& report, const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create the report directory ", dir, ": ", error.message()));
+  }
+  const std::pair<const char*, std::string> files[] = {
+      {"report.json", ReportToJson(report)},
+      {"report.md", ReportMarkdown(report)},
+      {"report.xml", ReportJunitXml(report)},
+      {"report.html", ReportHtml(report)},
+  };
+  for (const auto& [name, text] : files) {
+    if (absl::Status written = WriteFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
+      return written;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvcheck::report
