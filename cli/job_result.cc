@@ -17,6 +17,7 @@ using properties::RecordCounts;
 std::string KernelWire(const properties::KernelStatsMap& map) {
   std::string wire;
   for (const auto& [key, stats] : map) {
+    if (stats.cases == 0 && stats.ratios.count() == 0) continue;  // an entry another job filled
     properties::AppendRatioRecord(wire, absl::StrCat(key.first, "\t", key.second),
                                   {stats.cases, stats.unchecked, stats.hull_bounded},
                                   stats.ratios);
@@ -178,7 +179,9 @@ std::string EncodeJobResult(const JobResult& result) {
                       {"message", k.message}};
   }
   Json cache = Json::object();
-  for (const auto& [name, stats] : result.stats.cache) cache[name] = stats.commands;
+  for (const auto& [name, stats] : result.stats.cache) {
+    if (stats.commands != 0) cache[name] = stats.commands;
+  }
   header["cache"] = cache;
   std::string out;
   // Invalid UTF-8 in a message (a counterexample's bytes) is replaced, not a throw.

@@ -75,5 +75,18 @@ grep -q '"exit_code": 2' "$work/second/report.json" || fail "report.json exit co
 grep -q "REGRESSED" "$work/second/report.md" || fail "report.md verdict"
 expect_exit 3 "$work/badbase.log" "${run[@]}" --baseline="$work/first/report.md"
 
+# One worker or two: the same tables (cases, command counts, verdicts; not the seconds).
+for threads in 1 2; do
+  expect_exit 0 "$work/threads$threads.log" "$kvcheck" --strategy=prealloc,ring --dtype=f32 \
+    --cases=15 --threads=$threads
+  # Property rows: name cases seconds result; strategy rows: strategy dtype cases commands result.
+  awk '$NF == "PASS" || $NF == "FAIL" {print $1, $2, (NF == 5 ? $3 " " $4 : ""), $NF}' \
+    "$work/threads$threads.log" | sort >"$work/threads$threads.table"
+done
+[[ -s $work/threads1.table ]] || fail "no table in the one-worker run"
+cmp -s "$work/threads1.table" "$work/threads2.table" ||
+  { fail "one worker and two give different tables"; diff "$work/threads1.table" "$work/threads2.table"; }
+grep -q "^prealloc f32 15 [0-9]* PASS" "$work/threads2.table" || fail "no state machine row"
+
 echo "$failures failures"
 [[ $failures -eq 0 ]]

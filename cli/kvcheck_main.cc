@@ -25,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "cli/commands.h"
 #include "cli/selection.h"
 #include "cli/settings.h"
@@ -205,8 +206,14 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
 // The settings of the flags, or a usage error.
 absl::StatusOr<Settings> ReadSettings(int argc, char** argv) {
   Settings s;
+  // As a shell reads it back: an argument with spaces or quotes is single-quoted.
   s.command_line = "kvcheck";
-  for (int i = 1; i < argc; ++i) absl::StrAppend(&s.command_line, " ", argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool plain = arg.find_first_of(" \t'\"\\$`*?;&|<>()") == std::string::npos;
+    absl::StrAppend(&s.command_line, " ",
+                    plain ? arg : absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'"));
+  }
   s.engine.spec = absl::GetFlag(FLAGS_engine);
   s.engine.isolate = absl::GetFlag(FLAGS_isolate);
   s.engine.timeout = absl::GetFlag(FLAGS_engine_timeout);

@@ -21,7 +21,8 @@ report::PropertyResult PropertyResultOf(const properties::PropertyOutcome& o, in
   report::PropertyResult p;
   p.name = o.name;
   p.status = o.passed ? report::PropertyStatus::kPassed : report::PropertyStatus::kFailed;
-  p.cases = o.cases;
+  // Cases run: a failed property's failing case counts too ("Falsifiable after N cases").
+  p.cases = o.cases + (o.passed ? 0 : 1);
   p.requested_cases = requested_cases;
   p.seconds = o.seconds;
   p.search_seconds = o.search_seconds;

@@ -274,11 +274,12 @@ int RunCommand(const Settings& settings) {
       deadline = deadline.has_value() ? std::min(*deadline, own) : own;
     }
     options.deadline = deadline;
-    // The suite's statistics maps are this job's scratch space: what it records is sent back
-    // and merged in the parent (the same with one worker or many).
-    *suite.kernel_stats = {};
-    *suite.envelope_stats = {};
-    *suite.cache_stats = {};
+    // The suite's statistics are this job's scratch space: what it records is sent back and
+    // merged in the parent (the same with one worker or many). Emptied in place: the state
+    // machines hold pointers to their own entries of the cache map.
+    for (auto& [key, entry] : *suite.kernel_stats) entry = {};
+    for (auto& [key, entry] : *suite.envelope_stats) entry = {};
+    for (auto& [name, entry] : *suite.cache_stats) entry = {};
     *suite.soundness = {};
     JobResult result;
     if (job.property != nullptr) {
@@ -287,10 +288,10 @@ int RunCommand(const Settings& settings) {
       result.kill = defects::RunKill(*job.defect, options);
       result.outcome = result.kill->outcome;
     }
-    result.stats.kernels = std::move(*suite.kernel_stats);
-    result.stats.envelope = std::move(*suite.envelope_stats);
-    result.stats.cache = std::move(*suite.cache_stats);
-    result.stats.soundness = std::move(*suite.soundness);
+    result.stats.kernels = *suite.kernel_stats;
+    result.stats.envelope = *suite.envelope_stats;
+    result.stats.cache = *suite.cache_stats;
+    result.stats.soundness = *suite.soundness;
     return EncodeJobResult(result);
   };
   std::vector<bool> started_jobs(jobs.size(), false);

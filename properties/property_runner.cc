@@ -165,9 +165,9 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   const std::string command =
       options.replay_flags.empty() ? "kvcheck" : absl::StrCat("kvcheck ", options.replay_flags);
   outcome.replay = absl::StrCat(
-      "replay: ", command, " --seed=", options.seed, " --only=", spec.name,
+      "replay: ", command, " --seed=", options.seed, " --property=", spec.name,
       " (tests: KVCHECK_SEED=", options.seed, "); jump straight to the shrunk case with ",
-      command, " --only=", spec.name, " --reproduce='", reproduce,
+      command, " --property=", spec.name, " --reproduce='", reproduce,
       "' (tests: KVCHECK_REPRODUCE='", reproduce, "')");
   return outcome;
 }

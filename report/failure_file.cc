@@ -30,6 +30,17 @@ std::string OneLine(absl::string_view value) {
   return line;
 }
 
+// A piece of the file quoted in an error: at most 40 bytes, control and non-ASCII bytes as '?'
+// (an error is one short line on a terminal, whatever the file holds).
+std::string Quoted(absl::string_view text) {
+  std::string quoted(text.substr(0, 40));
+  for (char& c : quoted) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7F) c = '?';
+  }
+  return text.size() > 40 ? quoted + "..." : quoted;
+}
+
 absl::Status LineError(int line, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", what));
 }
@@ -66,7 +77,9 @@ absl::StatusOr<FailureFile> ParseFailureFile(absl::string_view text) {
   // The newline that ends the last line does not start another one.
   for (absl::string_view line : absl::StrSplit(absl::StripSuffix(text, "\n"), '\n')) {
     ++number;
-    line = absl::StripSuffix(line, "\r");
+    // CRLF files (an editor on another system), and stray carriage returns at line ends.
+    while (absl::ConsumeSuffix(&line, "\r")) {
+    }
     if (section != nullptr || absl::StartsWith(line, "== ")) {
       if (absl::StartsWith(line, "== ")) {
         const absl::string_view title = line.substr(3);
@@ -75,7 +88,7 @@ absl::StatusOr<FailureFile> ParseFailureFile(absl::string_view text) {
         } else if (title == "failure") {
           section = &f.failure;
         } else {
-          return LineError(number, absl::StrCat("unknown section '", title,
+          return LineError(number, absl::StrCat("unknown section '", Quoted(title),
                                                 "' (counterexample or failure)"));
         }
         continue;
@@ -89,8 +102,7 @@ absl::StatusOr<FailureFile> ParseFailureFile(absl::string_view text) {
     if (line.empty() || line[0] == '#') continue;
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) {
-      return LineError(number, absl::StrCat("expected 'key: value', got '",
-                                            line.substr(0, 60), "'"));
+      return LineError(number, absl::StrCat("expected 'key: value', got '", Quoted(line), "'"));
     }
     const absl::string_view key = line.substr(0, colon);
     const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
@@ -122,7 +134,7 @@ absl::StatusOr<FailureFile> ParseFailureFile(absl::string_view text) {
     } else if (key == "seed") {
       if (!absl::SimpleAtoi(value, &f.seed)) {
         return LineError(number, absl::StrCat("'seed' must be a non-negative integer, not '",
-                                              value.substr(0, 40), "'"));
+                                              Quoted(value), "'"));
       }
       has_seed = true;
     } else if (key == "oracle") {
@@ -144,7 +156,7 @@ absl::StatusOr<FailureFile> ParseFailureFile(absl::string_view text) {
         return LineError(number, "'cases' must be a non-negative integer");
       }
     } else {
-      return LineError(number, absl::StrCat("unknown key '", key.substr(0, 40), "'"));
+      return LineError(number, absl::StrCat("unknown key '", Quoted(key), "'"));
     }
   }
   if (!has_format) return absl::InvalidArgumentError("not a kvcheck failure file (no 'format:' line)");

@@ -11,9 +11,7 @@
 #include "report/report_writers.h"
 
 namespace kvcheck::report {
-namespace {
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".partial";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -29,15 +27,18 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status WriteReportFiles(const RunReport& report, const std::string& dir) {
+absl::Status MakeReportDirectory(const std::string& dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot create the report directory ", dir, ": ", error.message()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status WriteReportFiles(const RunReport& report, const std::string& dir) {
+  if (absl::Status made = MakeReportDirectory(dir); !made.ok()) return made;
   const std::pair<const char*, std::string> files[] = {
       {"report.json", ReportToJson(report)},
       {"report.md", ReportMarkdown(report)},
@@ -45,7 +46,7 @@ absl::Status WriteReportFiles(const RunReport& report, const std::string& dir) {
       {"report.html", ReportHtml(report)},
   };
   for (const auto& [name, text] : files) {
-    if (absl::Status written = WriteFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
+    if (absl::Status written = WriteTextFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
       return written;
     }
   }

@@ -6,29 +6,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "report/html_parts.h"
 #include "report/markup.h"
 #include "report/report_writers.h"
 
 namespace kvcheck::report {
 namespace {
 
-constexpr char kStyle[] = R"css(
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:70em;
-color:#1d2330;background:#fff;padding:0 1em}
-h1{margin-bottom:.2em} h2{border-bottom:1px solid #d0d4dc;padding-bottom:.2em;margin-top:1.6em}
-.verdict{font-size:1.3em;font-weight:600;padding:.4em .8em;border-radius:.3em;display:inline-block}
-.ok{background:#dff3e4;color:#14532d} .bad{background:#fde2e1;color:#7f1d1d}
-.warn{background:#fef3c7;color:#713f12}
-table{border-collapse:collapse;margin:.5em 0} td,th{padding:.2em .7em;text-align:left;
-border-bottom:1px solid #eceef2} td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.failed td{background:#fde2e1} pre{background:#f6f7f9;padding:.7em;overflow-x:auto;
-font-size:.85em;border-radius:.3em} .grid{display:flex;flex-wrap:wrap;gap:1.2em}
-figure{margin:0;border:1px solid #e3e6eb;border-radius:.3em;padding:.5em}
-figcaption{font-size:.9em;margin-bottom:.3em} .meta{color:#5b6475}
-svg text{font-size:10px;fill:#3b4252}
-)css";
 
-std::string E(const std::string& text) { return EscapeMarkup(text); }
+
 
 // A histogram of observed error / bound per decade (RatioHistogram's bins), bar heights on a
 // log scale of the count so that one element at 1e-3 is visible next to a million at 1e-7.
@@ -39,6 +25,11 @@ std::string HistogramSvg(const KernelResult& k) {
   std::string svg = absl::StrFormat(
       "<svg width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"error/bound histogram of %s %s\">",
       kWidth, kHeight, E(k.kernel), E(k.dtype));
+  if (k.elements == 0) {
+    // A kernel the laws gave no case of this dtype (an emulated kernel's budget, a selection).
+    return svg + absl::StrFormat("<text x=\"8\" y=\"%d\">no elements checked</text></svg>",
+                                 kHeight / 2);
+  }
   for (size_t bin = 0; bin < k.histogram.size(); ++bin) {
     const int64_t count = k.histogram[bin];
     const double height =
@@ -52,35 +43,13 @@ std::string HistogramSvg(const KernelResult& k) {
                           E(RatioHistogramLabel(static_cast<int>(bin))), count);
     if (bin % 2 == 1 || violation) {
       absl::StrAppendFormat(&svg, "<text x=\"%d\" y=\"%d\">%s</text>", x, kBase + 12,
-                            violation ? "&#8805;1" : absl::StrCat("1e", bin - 9));
+                            violation ? "&#8805;1" : absl::StrCat("1e", static_cast<int>(bin) - 9));
     }
   }
   absl::StrAppendFormat(&svg, "<line x1=\"6\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8a93a3\"/>",
                         kBase, kWidth - 4, kBase);
   absl::StrAppendFormat(&svg, "<text x=\"8\" y=\"%d\">error / bound (decades), log count</text>",
                         kHeight - 4);
-  return svg + "</svg>";
-}
-
-// Horizontal bars, one per row: `value` against the largest, with the label and the number.
-std::string BarsSvg(const std::vector<std::pair<std::string, double>>& rows,
-                    const std::string& unit, const std::string& colour) {
-  constexpr int kLabel = 300, kBarWidth = 320, kRow = 16;
-  double most = 0;
-  for (const auto& [label, value] : rows) most = std::max(most, value);
-  if (most <= 0) most = 1;
-  std::string svg = absl::StrFormat("<svg width=\"%d\" height=\"%d\" role=\"img\">",
-                                    kLabel + kBarWidth + 90,
-                                    static_cast<int>(rows.size()) * kRow + 4);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const int y = static_cast<int>(i) * kRow;
-    const double width = std::max(1.0, kBarWidth * rows[i].second / most);
-    absl::StrAppendFormat(&svg,
-                          "<text x=\"0\" y=\"%d\">%s</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" "
-                          "height=\"%d\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.3g %s</text>",
-                          y + 11, E(rows[i].first), kLabel, y + 2, width, kRow - 4, colour,
-                          kLabel + width + 4, y + 11, rows[i].second, E(unit));
-  }
   return svg + "</svg>";
 }
 
@@ -99,15 +68,13 @@ std::string ReportHtml(const RunReport& r) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       "<title>kvcheck report</title><style>",
-      kStyle, "</style></head><body>\n<h1>kvcheck report</h1>\n", VerdictHtml(r));
+      ReportStyle(), "</style></head><body>\n<h1>kvcheck report</h1>\n", VerdictHtml(r));
   absl::StrAppendFormat(
       &h,
-      "<p>%d properties, %d failed; %d cases in %.1f s; defects %d of %d killed.</p>"
-      "<p class=\"meta\">Subject <code>%s</code>, seed %d, oracle %s, %d threads. Machine: %s "
-      "(SIMD %s, %d cores). Started %s. Command: <code>%s</code></p>\n",
-      static_cast<int>(r.properties.size()), r.Failed(), r.TotalCases(), r.seconds,
-      static_cast<int>(r.defects.size()) - r.DefectsSurvived(), static_cast<int>(r.defects.size()),
-      E(r.subject), r.seed, E(r.oracle), r.threads, E(r.machine.cpu), E(r.machine.simd_target),
+      "<p>%s</p>"
+      "<p class=\"meta\">Subject <code>%s</code>, seed %d, oracle %s, %d workers. Machine: %s "
+      "(SIMD %s, %d cores). Started %s. Command: <code class=\"cmd\">%s</code></p>\n",
+      E(SummaryLine(r)), E(r.subject), r.seed, E(r.oracle), r.threads, E(r.machine.cpu), E(r.machine.simd_target),
       r.machine.cores, E(r.started), E(r.command_line));
 
   if (!r.baseline.empty()) {

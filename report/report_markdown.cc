@@ -25,19 +25,8 @@ std::string Verdict(const RunReport& r) {
 
 std::string ReportMarkdown(const RunReport& r) {
   std::string md = absl::StrCat("# kvcheck: ", Verdict(r), "\n\n");
-  int not_run = 0;
-  for (const PropertyResult& p : r.properties) not_run += p.status == PropertyStatus::kNotRun;
-  absl::StrAppendFormat(
-      &md,
-      "%d properties: %d passed, %d failed%s; %d cases in %.1f s (%.0f cases/s). "
-      "Defects: %d of %d killed.\n\n",
-      static_cast<int>(r.properties.size()),
-      static_cast<int>(r.properties.size()) - r.Failed() - not_run, r.Failed(),
-      not_run > 0 ? absl::StrCat(", ", not_run, " not run (time limit)") : "",
-      r.TotalCases(), r.seconds,
-      r.PropertySeconds() > 0 ? r.TotalCases() / r.PropertySeconds() : 0.0,
-      static_cast<int>(r.defects.size()) - r.DefectsSurvived(), static_cast<int>(r.defects.size()));
-  absl::StrAppendFormat(&md, "Subject `%s`, seed %d, oracle %s, %d threads; %s (%s, %d cores); "
+  absl::StrAppend(&md, SummaryLine(r), "\n\n");
+  absl::StrAppendFormat(&md, "Subject `%s`, seed %d, oracle %s, %d workers; %s (%s, %d cores); "
                         "started %s.\n\n",
                         r.subject, r.seed, r.oracle, r.threads, r.machine.cpu,
                         r.machine.simd_target, r.machine.cores, r.started);

@@ -3,6 +3,7 @@
 #include "gtest/gtest.h"
 #include "report/baseline.h"
 #include "report/failure_file.h"
+#include "report/fuzz_campaign.h"
 #include "report/markup.h"
 #include "report/report_writers.h"
 #include "report/run_report.h"
@@ -200,6 +201,36 @@ TEST(FailureFile, ErrorsNameTheLine) {
             absl::StrCat("line ", std::count(text.begin(), text.end(), '\n') + 2,
                          ": a section line must be empty or start with two spaces"));
   EXPECT_EQ(error(""), "not a kvcheck failure file (no 'format:' line)");
+}
+
+TEST(FuzzCampaign, SummarisesRoundsPerTarget) {
+  const std::string lines =
+      "attention\t1\t60\t84000\t1200\t1250\t640\t655\t0\t\n"
+      "cache_ops\t1\t60\t30000\t900\t905\t300\t301\t1\tfuzz/regressions/cache_ops/crash-1\n"
+      "attention\t2\t60\t86000\t1250\t1260\t655\t660\t0\t\n";
+  absl::StatusOr<std::vector<FuzzRound>> rounds = ParseFuzzRounds(lines);
+  ASSERT_TRUE(rounds.ok()) << rounds.status();
+  FuzzCampaign campaign;
+  campaign.rounds = *rounds;
+  const std::vector<FuzzTargetSummary> summaries = campaign.Summaries();
+  ASSERT_EQ(summaries.size(), 2u);
+  EXPECT_EQ(summaries[0].target, "attention");
+  EXPECT_EQ(summaries[0].execs, 170000);
+  EXPECT_DOUBLE_EQ(summaries[0].ExecsPerSecond(), 170000 / 120.0);
+  EXPECT_EQ(summaries[0].coverage_start, 1200);
+  EXPECT_EQ(summaries[0].coverage_end, 1260);
+  EXPECT_EQ(summaries[0].new_corpus_files, 20);
+  EXPECT_EQ(summaries[1].crashes, 1);
+  EXPECT_NE(FuzzCampaignJunitXml(campaign).find("<failure message=\"1 crashes\""),
+            std::string::npos);
+  EXPECT_NE(FuzzCampaignMarkdown(campaign).find("| attention | 2 | 120 | 170000 | 1417 | "
+                                                "1200 -> 1260 (+60) | 20 | 0 |"),
+            std::string::npos);
+  EXPECT_NE(FuzzCampaignHtml(campaign).find("fuzz/regressions/cache_ops/crash-1"),
+            std::string::npos);
+  EXPECT_EQ(ParseFuzzRounds("attention\t1\tsixty\t1\t1\t1\t1\t1\t0\t\n").status().message(),
+            "line 1, column 3: 'sixty' is not a non-negative number");
+  EXPECT_EQ(ParseFuzzRounds("attention\t1\n").status().message(), "line 1: 2 columns, expected 10");
 }
 
 }  // namespace

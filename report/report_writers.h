@@ -22,6 +22,12 @@ std::string ReportMarkdown(const RunReport& report);
 std::string ReportJunitXml(const RunReport& report);
 std::string ReportHtml(const RunReport& report);
 
+// Creates `dir` and its parents (an error names the directory).
+absl::Status MakeReportDirectory(const std::string& dir);
+// Writes `text` to a temporary name beside `path` and renames it: a reader never sees half a
+// file.
+absl::Status WriteTextFile(const std::string& path, const std::string& text);
+
 // Creates `dir` (and its parents) and writes the four files into it.
 absl::Status WriteReportFiles(const RunReport& report, const std::string& dir);
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/cpu_model.h"
 #include "nlohmann/json.hpp"
 #include "src/attention/flash_attention.h"
@@ -173,6 +174,33 @@ int RunReport::DefectsSurvived() const {
   int survived = 0;
   for (const DefectResult& d : defects) survived += !d.killed;
   return survived;
+}
+
+namespace {
+std::string Count(int64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+}  // namespace
+
+std::string SummaryLine(const RunReport& r) {
+  std::string line;
+  int not_run = 0;
+  for (const PropertyResult& p : r.properties) not_run += p.status == PropertyStatus::kNotRun;
+  if (!r.properties.empty()) {
+    absl::StrAppend(&line, Count(static_cast<int64_t>(r.properties.size()), "property", "properties"),
+                    ", ", r.Failed(), " failed",
+                    not_run > 0 ? absl::StrCat(", ", not_run, " not run (time limit)") : "", "; ",
+                    Count(r.TotalCases(), "case", "cases"),
+                    absl::StrFormat(" in %.1f s (%.0f cases/s)", r.PropertySeconds(),
+                                    r.PropertySeconds() > 0 ? r.TotalCases() / r.PropertySeconds()
+                                                            : 0.0));
+  }
+  if (!r.defects.empty()) {
+    absl::StrAppend(&line, line.empty() ? "" : "; ",
+                    static_cast<int>(r.defects.size()) - r.DefectsSurvived(), " of ",
+                    Count(static_cast<int64_t>(r.defects.size()), "defect", "defects"), " killed");
+  }
+  return line + ".";
 }
 
 Machine ThisMachine() {

@@ -120,6 +120,10 @@ struct RunReport {
   int DefectsSurvived() const;  // catalogued defects not killed
 };
 
+// "3 properties, 1 failed; 420 cases in 12.5 s; 2 of 2 defects killed" (counts that are 0
+// or that do not apply are left out).
+std::string SummaryLine(const RunReport& report);
+
 // The machine this process runs on.
 Machine ThisMachine();
 

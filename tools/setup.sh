@@ -5,8 +5,11 @@
 # and exits 0 (about a second). Otherwise it runs `apt-get update` once and installs
 # the missing packages. Must run as root (or through sudo) when anything is missing.
 #
-#   tools/setup.sh           packages for building, testing and fuzzing
-#   tools/setup.sh --peers   also python3-torch, for the PyTorch peer benchmark only
+#   tools/setup.sh             packages for building, testing and fuzzing
+#   tools/setup.sh --peers     also python3-torch, for the PyTorch peer benchmark only
+#   tools/setup.sh --browser   also chromium (~440 MB), for the manual test of report.html in
+#                              a browser only (bazel test //report:html_in_chromium_test)
+# The two flags combine.
 set -euo pipefail
 
 packages=(
@@ -26,9 +29,16 @@ packages=(
   nlohmann-json3-dev   # JSON headers of the engine protocol (src/engine/PROTOCOL.md)
   python3-numpy        # the Python engine module (engines/python) and its tests
 )
-if [[ "${1:-}" == "--peers" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+for flag in "$@"; do
+  case "$flag" in
+    --peers) packages+=(python3-torch python3-numpy) ;;
+    --browser) packages+=(chromium) ;;  # headless Chromium renders report.html
+    *)
+      echo "setup: unknown flag $flag (flags: --peers, --browser)" >&2
+      exit 1
+      ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
