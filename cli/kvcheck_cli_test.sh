@@ -73,6 +73,8 @@ expect_exit 2 "$work/regressed.log" "${run[@]}" --baseline="$work/tight.json" --
 grep -q "kernel.*flash/scalar f32" "$work/regressed.log" || fail "no kernel regression listed"
 grep -q '"exit_code": 2' "$work/second/report.json" || fail "report.json exit code"
 grep -q "REGRESSED" "$work/second/report.md" || fail "report.md verdict"
+grep -q 'classname="baseline.kernel" name="flash/scalar f32"><failure' "$work/second/report.xml" ||
+  fail "report.xml does not list the regression"
 expect_exit 3 "$work/badbase.log" "${run[@]}" --baseline="$work/first/report.md"
 
 # One worker or two: the same tables (cases, command counts, verdicts; not the seconds).
@@ -87,6 +89,17 @@ done
 cmp -s "$work/threads1.table" "$work/threads2.table" ||
   { fail "one worker and two give different tables"; diff "$work/threads1.table" "$work/threads2.table"; }
 grep -q "^prealloc f32 15 [0-9]* PASS" "$work/threads2.table" || fail "no state machine row"
+
+# Time limits: a property stops generating at --property_seconds and says so; --max_seconds
+# leaves properties not started as "not run", and the run still passes with what ran.
+expect_exit 0 "$work/limit.log" "$kvcheck" --property=cache/prealloc/f32 --cases=1000000 \
+  --property_seconds=1 --threads=1
+grep -q "(time limit)" "$work/limit.log" || fail "--property_seconds did not stop the property"
+expect_exit 0 "$work/max.log" "$kvcheck" --strategy=prealloc --cases=1000000 --max_seconds=1 \
+  --threads=1 --report="$work/max"
+grep -q "not run (time limit)" "$work/max.log" || fail "--max_seconds left nothing unstarted"
+grep -q '"status": "not_run"' "$work/max/report.json" || fail "report.json has no not_run property"
+grep -q "<skipped" "$work/max/report.xml" || fail "report.xml has no skipped test case"
 
 echo "$failures failures"
 [[ $failures -eq 0 ]]

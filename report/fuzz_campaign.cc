@@ -238,19 +238,10 @@ std::string FuzzCampaignHtml(const FuzzCampaign& c) {
 }
 
 absl::Status WriteFuzzCampaignFiles(const FuzzCampaign& campaign, const std::string& dir) {
-  if (absl::Status made = MakeReportDirectory(dir); !made.ok()) return made;
-  const std::pair<const char*, std::string> files[] = {
-      {"fuzz-report.json", FuzzCampaignJson(campaign)},
-      {"fuzz-report.md", FuzzCampaignMarkdown(campaign)},
-      {"fuzz-report.xml", FuzzCampaignJunitXml(campaign)},
-      {"fuzz-report.html", FuzzCampaignHtml(campaign)},
-  };
-  for (const auto& [name, text] : files) {
-    if (absl::Status written = WriteTextFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
-      return written;
-    }
-  }
-  return absl::OkStatus();
+  return WriteReportSet(dir, {{"fuzz-report.json", FuzzCampaignJson(campaign)},
+                              {"fuzz-report.md", FuzzCampaignMarkdown(campaign)},
+                              {"fuzz-report.xml", FuzzCampaignJunitXml(campaign)},
+                              {"fuzz-report.html", FuzzCampaignHtml(campaign)}});
 }
 
 }  // namespace kvcheck::report

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "report/report_writers.h"
@@ -27,30 +29,27 @@ absl::Status WriteTextFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-absl::Status MakeReportDirectory(const std::string& dir) {
+absl::Status WriteReportSet(const std::string& dir,
+                            const std::vector<std::pair<std::string, std::string>>& files) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot create the report directory ", dir, ": ", error.message()));
   }
-  return absl::OkStatus();
-}
-
-absl::Status WriteReportFiles(const RunReport& report, const std::string& dir) {
-  if (absl::Status made = MakeReportDirectory(dir); !made.ok()) return made;
-  const std::pair<const char*, std::string> files[] = {
-      {"report.json", ReportToJson(report)},
-      {"report.md", ReportMarkdown(report)},
-      {"report.xml", ReportJunitXml(report)},
-      {"report.html", ReportHtml(report)},
-  };
   for (const auto& [name, text] : files) {
     if (absl::Status written = WriteTextFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
       return written;
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteReportFiles(const RunReport& report, const std::string& dir) {
+  return WriteReportSet(dir, {{"report.json", ReportToJson(report)},
+                              {"report.md", ReportMarkdown(report)},
+                              {"report.xml", ReportJunitXml(report)},
+                              {"report.html", ReportHtml(report)}});
 }
 
 }  // namespace kvcheck::report

@@ -1,6 +1,7 @@
 // report.xml: JUnit XML as CI systems read it (GitHub, GitLab, Jenkins): a <testsuite> of the
 // properties and one of the defect catalogue, one <testcase> each. A failed property or a
 // surviving defect is a <failure>; a property the time limit left out is <skipped/>.
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,22 @@ std::string ReportJunitXml(const RunReport& r) {
                                                            d.property, d.cases, d.ended)));
       }
       xml += "</testcase>\n";
+    }
+    xml += "  </testsuite>\n";
+  }
+  if (!r.baseline.empty()) {
+    // Each regression a failing test case of its own, so that CI lists what got worse.
+    absl::StrAppendFormat(&xml, "  <testsuite name=\"baseline\" tests=\"%d\" failures=\"%d\">\n",
+                          std::max<int>(1, static_cast<int>(r.regressions.size())),
+                          static_cast<int>(r.regressions.size()));
+    if (r.regressions.empty()) {
+      xml += "    <testcase classname=\"baseline\" name=\"no_regressions\"/>\n";
+    }
+    for (const Regression& g : r.regressions) {
+      absl::StrAppendFormat(&xml,
+                            "    <testcase classname=\"baseline.%s\" name=\"%s\"><failure "
+                            "message=\"%s\" type=\"regression\"/></testcase>\n",
+                            EscapeMarkup(g.kind), EscapeMarkup(g.name), EscapeMarkup(g.detail));
     }
     xml += "  </testsuite>\n";
   }

@@ -12,6 +12,8 @@
 #define KVCHECK_REPORT_REPORT_WRITERS_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "report/run_report.h"
@@ -22,11 +24,12 @@ std::string ReportMarkdown(const RunReport& report);
 std::string ReportJunitXml(const RunReport& report);
 std::string ReportHtml(const RunReport& report);
 
-// Creates `dir` and its parents (an error names the directory).
-absl::Status MakeReportDirectory(const std::string& dir);
 // Writes `text` to a temporary name beside `path` and renames it: a reader never sees half a
 // file.
 absl::Status WriteTextFile(const std::string& path, const std::string& text);
+// Creates `dir` (and its parents; an error names it) and writes each (name, text) into it.
+absl::Status WriteReportSet(const std::string& dir,
+                            const std::vector<std::pair<std::string, std::string>>& files);
 
 // Creates `dir` (and its parents) and writes the four files into it.
 absl::Status WriteReportFiles(const RunReport& report, const std::string& dir);

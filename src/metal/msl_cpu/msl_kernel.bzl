@@ -33,7 +33,9 @@ def msl_kernel_library(name, srcs, hdrs = [], deps = [], defines = [], prefix = 
             tools = ["//src/metal/msl_cpu:msl_translate"],
             testonly = kwargs.get("testonly", False),
         )
-        outs.append(out)
+        # The genrule's label, not its output's: aspects (tools/fuzz_sources.bzl) reach a rule
+        # only through labels that name it.
+        outs.append(":" + out + "_gen")
     cc_library(
         name = name,
         srcs = outs,
