@@ -33,7 +33,8 @@ grep -q "^  flash " "$work/list" || fail "list kernels"
 
 # A defect run: each kill leaves a replay file; replaying it against the defect fails again,
 # and the same case run on the correct strategy's or kernel's property passes.
-expect_exit 0 "$work/defects.log" "$kvcheck" --defect=prealloc_clone_shares_buffer,metal_element_offsets \
+expect_exit 0 "$work/defects.log" "$kvcheck" \
+  --defect=prealloc_clone_shares_buffer,metal_element_offsets,attention_softcap_decode_bias \
   --failures_dir="$work/failures" --threads=2
 for pair in prealloc_clone_shares_buffer:cache/prealloc/f32 \
             metal_element_offsets:attention/metal_vector_vs_reference; do
@@ -50,7 +51,8 @@ grep -q "element 0: engine K/V" "$work/replay-prealloc_clone_shares_buffer" ||
   fail "the state machine replay does not show the diverging values"
 grep -q "^at command [0-9]* of [0-9]*: " "$work/replay-prealloc_clone_shares_buffer" ||
   fail "the state machine replay does not name the step"
-grep -q "error/bound" "$work/replay-metal_element_offsets" || fail "the kernel replay has no ratio"
+expect_exit 1 "$work/replay-softcap" "$kvcheck" replay "$work/failures/defects/attention_softcap_decode_bias.kvfail"
+grep -q "error/bound" "$work/replay-softcap" || fail "the kernel replay has no ratio"
 # A malformed file: one line naming the line.
 printf 'format: kvcheck-failure 1\nproperty: x\nseed: minus one\n' >"$work/bad.kvfail"
 expect_exit 3 "$work/bad.log" "$kvcheck" replay "$work/bad.kvfail"

@@ -30,6 +30,9 @@ struct BufferBounds {
 
 // Throws std::out_of_range naming the buffer, the element and the allocation.
 [[noreturn]] void ThrowOutOfBounds(const BufferBounds& bounds, int64_t byte, size_t size);
+// Throws std::out_of_range naming the buffer whose binding starts `remainder` bytes past an
+// `alignment`-byte boundary.
+[[noreturn]] void ThrowMisaligned(const BufferBounds& bounds, size_t remainder, size_t alignment);
 
 template <typename T>
 class DevicePtr {
@@ -82,9 +85,15 @@ class DevicePtr {
   // The element `i` elements from the binding's start, checked.
   T* At(int64_t i) const {
     const int64_t byte = i * static_cast<int64_t>(sizeof(T));
-    if (bounds_.index >= 0 &&
-        (byte < bounds_.first || byte + static_cast<int64_t>(sizeof(T)) > bounds_.last)) {
-      ThrowOutOfBounds(bounds_, byte, sizeof(T));
+    if (bounds_.index >= 0) {
+      if (byte < bounds_.first || byte + static_cast<int64_t>(sizeof(T)) > bounds_.last) {
+        ThrowOutOfBounds(bounds_, byte, sizeof(T));
+      }
+      // A binding offset that is not a multiple of the element's alignment (Metal requires
+      // it to be): every access through it is misaligned, undefined on a GPU and in C++.
+      if (reinterpret_cast<uintptr_t>(base_) % alignof(T) != 0) {
+        ThrowMisaligned(bounds_, reinterpret_cast<uintptr_t>(base_) % alignof(T), alignof(T));
+      }
     }
     return base_ + i;
   }

@@ -36,6 +36,13 @@ void ThrowOutOfBounds(const BufferBounds& bounds, int64_t byte, size_t size) {
       bounds.first, ", ", bounds.last, ") from there"));
 }
 
+void ThrowMisaligned(const BufferBounds& bounds, size_t remainder, size_t alignment) {
+  throw std::out_of_range(absl::StrCat(
+      "misaligned device memory access: [[buffer(", bounds.index, ")]] is bound ", remainder,
+      " bytes past a ", alignment, "-byte boundary (its offset must be a multiple of the "
+      "element's alignment)"));
+}
+
 KernelRegistration::KernelRegistration(const char* name, void (*run)()) {
   Registry()[name] = run;
 }

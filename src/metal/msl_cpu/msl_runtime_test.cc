@@ -64,6 +64,20 @@ TEST(MslRuntimeTest, AnOutOfBoundsDeviceReadIsAnErrorNamingTheBufferAndThread) {
   EXPECT_TRUE(Dispatch(d).ok());
 }
 
+TEST(MslRuntimeTest, AMisalignedBindingIsAnErrorNotAMisalignedRead) {
+  // A byte offset of 1 into a float buffer: Metal requires offsets aligned to the element.
+  std::vector<float> in(66, 1.0f), out(64);
+  uint32_t n = 64;
+  DispatchDescription d;
+  d.kernel = "off_by_one_read";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, {in.data(), in.size() * sizeof(float), 1}}, {1, Bind(out)}, {2, {&n, sizeof n, 0}}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(), HasSubstr("misaligned device memory access: [[buffer(0)]] is "
+                                          "bound 1 bytes past a 4-byte boundary"));
+}
+
 TEST(MslRuntimeTest, AConstantReferenceMustFitInItsBuffer) {
   std::vector<float> in(65, 1.0f), out(64);
   uint16_t too_small = 64;
