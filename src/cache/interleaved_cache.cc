@@ -50,12 +50,10 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
     // The common step: write in place (validated shapes: the copies cannot fail), then start
     // fetching the position row the next step writes.
-    const Tensor k_half = InterleavedHalf(buffer_, /*is_value=*/false);
-    const Tensor v_half = InterleavedHalf(buffer_, /*is_value=*/true);
-    cache_internal::CopyTokens(k, 0, k.dim(2), k_half, length);
-    cache_internal::CopyTokens(v, 0, v.dim(2), v_half, length);
-    cache_internal::PrefetchSlotForWrite(k_half, needed);
-    cache_internal::PrefetchSlotForWrite(v_half, needed);
+    cache_internal::CopyTokens(k, 0, k.dim(2), k_half_, length);
+    cache_internal::CopyTokens(v, 0, v.dim(2), v_half_, length);
+    cache_internal::PrefetchSlotForWrite(k_half_, needed);
+    cache_internal::PrefetchSlotForWrite(v_half_, needed);
     return absl::OkStatus();
   }
   Tensor target = buffer_;
@@ -79,10 +77,14 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
     }
   }
   // Validated shapes: the copies cannot fail (CopyTokens checks), so K and V stay in step.
-  cache_internal::CopyTokens(k, 0, k.dim(2), InterleavedHalf(target, /*is_value=*/false), length);
-  cache_internal::CopyTokens(v, 0, v.dim(2), InterleavedHalf(target, /*is_value=*/true), length);
+  Tensor k_half = InterleavedHalf(target, /*is_value=*/false);
+  Tensor v_half = InterleavedHalf(target, /*is_value=*/true);
+  cache_internal::CopyTokens(k, 0, k.dim(2), k_half, length);
+  cache_internal::CopyTokens(v, 0, v.dim(2), v_half, length);
   if (!target.SharesStorageWith(buffer_)) share_.Clear();
   buffer_ = std::move(target);
+  k_half_ = std::move(k_half);
+  v_half_ = std::move(v_half);
   capacity_ = capacity;
   counters_ = counters;
   counters_.bytes_held = capacity * slot_bytes;
@@ -91,14 +93,16 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
 
 absl::StatusOr<CacheView> InterleavedCache::DoView() const {
   const int64_t length = seq_len();
-  return CacheView{InterleavedHalf(buffer_, /*is_value=*/false).Narrowed(2, 0, length),
-                   InterleavedHalf(buffer_, /*is_value=*/true).Narrowed(2, 0, length), {}};
+  if (buffer_.rank() != 4) return CacheView{};
+  return CacheView{k_half_.Narrowed(2, 0, length), v_half_.Narrowed(2, 0, length), {}};
 }
 
 Tensor InterleavedCache::InterleavedView() const { return buffer_.Narrowed(1, 0, seq_len()); }
 
 void InterleavedCache::DoReset() {
   buffer_ = Tensor();
+  k_half_ = Tensor();
+  v_half_ = Tensor();
   capacity_ = 0;
   counters_.bytes_held = 0;
   share_.Clear();

@@ -47,6 +47,9 @@ class InterleavedCache : public KvCache {
   int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
   int64_t capacity_ = 0;
   Tensor buffer_;  // (B, capacity, KH, 2D)
+  // InterleavedHalf(buffer_, false / true), made once per buffer: a decode step would
+  // otherwise build both strided layouts twice (append and view) for a one-token write.
+  Tensor k_half_, v_half_;
   cache_internal::CopyOnWrite share_;
 };
 

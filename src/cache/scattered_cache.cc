@@ -46,8 +46,22 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
     }
   }
   // Rows are disjoint slices of the buffer: write each active row into its own ring. Shapes
-  // were validated, so neither the views nor the copies can fail.
+  // were validated, so neither the views nor the copies can fail. When every row is active
+  // and as long as the others (a decode step of a whole batch), one write covers them all.
+  bool together = true;
   for (int64_t b = 0; b < shape.batch; ++b) {
+    together = together && (active.empty() || active[b]) && row_seq_len(b) == row_seq_len(0);
+  }
+  if (together) {
+    WriteRingChunk(k_target, k, row_seq_len(0), window_);
+    WriteRingChunk(v_target, v, row_seq_len(0), window_);
+    // The slot the next token goes to, as the preallocating caches do: its stores would
+    // otherwise wait for the cold line in the next append.
+    const int64_t next = (row_seq_len(0) + k.dim(2)) % window_;
+    cache_internal::PrefetchSlotForWrite(k_target, next);
+    cache_internal::PrefetchSlotForWrite(v_target, next);
+  }
+  for (int64_t b = 0; b < shape.batch && !together; ++b) {
     if (!active.empty() && !active[b]) continue;
     WriteRingChunk(k_target.Narrowed(0, b, 1), k.Narrowed(0, b, 1), row_seq_len(b), window_);
     WriteRingChunk(v_target.Narrowed(0, b, 1), v.Narrowed(0, b, 1), row_seq_len(b), window_);
@@ -63,11 +77,18 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
 absl::StatusOr<CacheView> ScatteredCache::DoView() const {
   const int64_t batch = shape()->batch;
   int64_t visible = 0;
-  for (int64_t b = 0; b < batch; ++b) visible = std::max(visible, std::min(row_seq_len(b), window_));
+  bool same_lengths = true;
+  for (int64_t b = 0; b < batch; ++b) {
+    visible = std::max(visible, std::min(row_seq_len(b), window_));
+    same_lengths = same_lengths && row_seq_len(b) == row_seq_len(0);
+  }
   CacheView view;
-  view.positions.assign(batch * visible, -1);
   view.k = k_buffer_.Narrowed(2, 0, visible);
   view.v = v_buffer_.Narrowed(2, 0, visible);
+  // Every row as long as the others and not wrapped: slot j holds position j everywhere, which
+  // an empty table says (kv_cache.h) without a per-append O(length) table.
+  if (same_lengths && row_seq_len(0) <= window_) return view;
+  view.positions.assign(batch * visible, -1);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = row_seq_len(b);
     for (int64_t slot = 0; slot < std::min(length, window_); ++slot) {
