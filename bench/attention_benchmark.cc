@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/benchmark_values.h"
 #include "benchmark/benchmark.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_attention.h"
@@ -29,16 +30,11 @@ constexpr int64_t kKvHeads = 3;
 constexpr int64_t kHeadDim = 64;
 constexpr int64_t kLayers = 30;
 
+// The values come from bench/benchmark_values.h, shared with the ggml peer (bench/peers/).
 Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
-  std::vector<float> values(count);
-  uint32_t x = seed * 2654435761u + 1;
-  for (float& value : values) {
-    x = x * 1664525u + 1013904223u;
-    value = static_cast<float>(static_cast<int32_t>(x >> 8) % 2000) / 1000.0f;
-  }
-  return *Tensor::FromFloats(DType::kF32, shape, values);
+  return *Tensor::FromFloats(DType::kF32, shape, bench::BenchmarkValues(count, seed));
 }
 
 // Keys each query may see: all, or (causal, bottom-right) i + 1 + Skv - Sq.
