@@ -7,6 +7,8 @@
 //  2. Streaming-read bandwidth of the same binary over the same working sets: one layer's K/V
 //     for (1, 4096) read again and again (hot), and 30 distinct layers' K/V in turn (cold).
 //  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
+//  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
+//     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
 //
 //   bazel run --config=opt //bench:attention_benchmark
 #include <cblas.h>
@@ -219,6 +221,37 @@ void AppendAttendArgs(benchmark::internal::Benchmark* b) {
   b->ArgNames({"strategy", "kernel"});
 }
 BENCHMARK(BM_AppendAttendDecode)->Apply(AppendAttendArgs)->Unit(benchmark::kMillisecond);
+
+// Flash decode over one layer's K/V (hot) with q, K and V in one dtype (f32, f16, bf16: the
+// same values rounded), Sq query rows (causal when Sq > 1). Args: dtype, Sq, Skv, threads.
+void BM_FlashDecode(benchmark::State& state) {
+  const DType dtype = kAllDTypes[state.range(0)];
+  const int64_t q_len = state.range(1), kv_len = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  auto values = [dtype](std::vector<int64_t> shape, uint32_t seed) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    return *Tensor::FromFloats(dtype, shape, bench::BenchmarkValues(count, seed));
+  };
+  const Tensor q = values({1, kHeads, q_len, kHeadDim}, 1);
+  const Tensor k = values({1, kKvHeads, kv_len, kHeadDim}, 2);
+  const Tensor v = values({1, kKvHeads, kv_len, kHeadDim}, 3);
+  AttentionParams params;
+  params.causal = q_len > 1;
+  for (auto _ : state) {
+    absl::StatusOr<Tensor> out = FlashAttention(q, k, v, params, {.num_threads = threads});
+    benchmark::DoNotOptimize(out);
+  }
+  ReportAttention(state, q_len, kv_len, params.causal,
+                  2 * kKvHeads * kv_len * kHeadDim * DTypeSize(dtype));
+  state.SetLabel(DTypeName(dtype));
+}
+BENCHMARK(BM_FlashDecode)
+    ->ArgsProduct({{0, 1, 2}, {1}, {1024, 4096}, {1, 2}})
+    ->ArgsProduct({{0}, {4, 8}, {1024, 4096}, {1}})
+    ->ArgNames({"dtype", "Sq", "Skv", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace kvcheck

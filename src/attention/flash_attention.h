@@ -12,7 +12,10 @@
 // heads and a run of query positions); when there are few query rows (decode, Sq = 1) the key
 // range is split across threads and the partial (m, l, acc) states are merged exactly as in a
 // two-pass kernel. The Highway path (dynamic dispatch) and the scalar path compute the same
-// thing; FlashPath selects one for testing.
+// thing; FlashPath selects one for testing. Within the Highway path, blocks of few rows over
+// many keys (decode, short causal blocks) send the runs of keys that all their rows may see,
+// without softcap, ALiBi or mask, to a dense decode kernel, and everything else to the general
+// tile kernel (prefill: K transposed once per call).
 //
 // Determinism: for a fixed thread count and split count, results are bitwise repeatable.
 // The split count (and so the rounding) depends on num_threads unless kv_splits is given.

@@ -1,4 +1,6 @@
-// The Highway path of the flash kernel (dynamic dispatch over the compiled targets).
+// The Highway path's general tile kernel (dynamic dispatch over the compiled targets): any
+// rules, any number of rows. Runs of keys that every row of a small block sees without
+// per-score rules go to the dense decode kernel instead (flash_decode_simd.cc).
 //
 // Keys are processed in tiles of kTile. For each tile:
 //   1. rows of K and V are used in place when they are f32 with unit stride and a whole
@@ -409,7 +411,7 @@ namespace kvcheck::flash_internal {
 
 HWY_EXPORT(ProcessBlockImpl);
 
-void ProcessBlockSimd(const FlashProblem& problem, const RowBlock& block, RowState* states) {
+void ProcessTilesSimd(const FlashProblem& problem, const RowBlock& block, RowState* states) {
   HWY_DYNAMIC_DISPATCH(ProcessBlockImpl)(problem, block, states);
 }
 

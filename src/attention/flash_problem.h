@@ -101,7 +101,11 @@ struct RowState {
 
 // Adds the keys [block.key_begin, block.key_end) to the states of the block's rows.
 void ProcessBlockScalar(const FlashProblem& problem, const RowBlock& block, RowState* states);
+// The Highway path (flash_decode_simd.cc): splits the keys into runs for its dense decode
+// kernel (every row sees every key, no per-score rules) and for ProcessTilesSimd.
 void ProcessBlockSimd(const FlashProblem& problem, const RowBlock& block, RowState* states);
+// The general tile kernel: any rules, any rows (flash_block_simd.cc).
+void ProcessTilesSimd(const FlashProblem& problem, const RowBlock& block, RowState* states);
 
 // into := the state over the keys of both (the 2-pass / split-KV merge):
 //   m = max(m1, m2); l = l1 exp(m1 - m) + l2 exp(m2 - m); acc likewise.

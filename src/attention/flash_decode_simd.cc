@@ -1,0 +1,373 @@
+// The Highway path's dense decode kernel, and the split of a block's keys between it and the
+// general tile kernel (flash_block_simd.cc).
+//
+// Decode (Sq = 1, and small Sq) streams K and V: a block's few query rows (the GQA heads of
+// one KV head, a few query positions) read each K/V row once, and the arithmetic per row must
+// keep up with the read. The general kernel's per-tile work (the allowed-key table, a pointer
+// per row, one horizontal sum and scalar store per (row, key), one Exp pass per row) was as
+// large as the arithmetic itself there. This kernel takes the runs of keys that every row of
+// the block may see, with no softcap, ALiBi or mask, and does only the math; per tile of kTile
+// keys and group of up to four rows:
+//   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
+//      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
+//   2. one online-softmax update per row and tile: m = max(m_old, max_t s_t); acc and l scale
+//      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with Highway's vector Exp, the
+//      group's rows interleaved; l += sum_t p_t;
+//   3. acc += sum_t p_t v_t with rows x kDV vectors of accumulators in registers across the
+//      tile (every key multiplies in, also with p_t = 0: 0 * NaN must reach acc).
+// K/V rows are read in place when their elements are contiguous and D is a whole number of
+// vectors (f32; bf16 and, where the target converts exactly, f16 widened in registers);
+// otherwise each tile is widened into zero-padded f32 scratch rows first.
+// NaN is never hidden: Highway's Exp maps NaN to 0, so NaN and +inf scores are caught before
+// it and mark the row (FinalizeRow writes NaN), as in the general kernel.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "src/attention/flash_problem.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/attention/flash_decode_simd.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// After foreach_target.h: compiled once per target with this file.
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "src/attention/flash_decode_scores-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvcheck::flash_internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int kMaxGroupRows = 4;
+
+// Accumulator vectors the value pass keeps in registers per row group: half the register file;
+// the rest holds the V vectors and the broadcast weight.
+constexpr int kAccumulatorRegisters = kVectorRegisters / 2;
+// Vectors of D per pass of the value update for a group of kRows rows: 4, 2 or 1.
+template <int kRows>
+constexpr int ValueVectors() {
+  const int fit = kAccumulatorRegisters / kRows;
+  return fit >= 4 ? 4 : fit >= 2 ? 2 : 1;
+}
+
+// F16C's vcvtph2ps is exact for every f16 (subnormals, inf, NaN). Highway 1.0.3's emulation on
+// older targets turns exponent 31 (inf, NaN) into finite numbers, so there f16 rows take the
+// exact scalar widening (Operand::ReadRow) instead.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+constexpr bool kExactF16InRegisters = true;
+#else
+constexpr bool kExactF16InRegisters = false;
+#endif
+
+// The online-softmax update of rows [0, kRows) over a tile every key of which they may see:
+// rescales each state to its new running max and replaces the scores by their weights
+// p_t = exp(s_t - m) (0 for the -inf past the tile's keys). The rows' Exp calls are
+// interleaved: independent chains for the pipelines, and each constant loaded once for all.
+template <int kRows>
+void UpdateDenseRows(DF df, RowState* states, float* scores, int64_t loop_dim) {
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
+  VF m_v[kRows], sum_v[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    RowState& state = states[r];
+    float* row = scores + r * kTile;
+    VF max_v = hn::Set(df, minus_inf);
+    auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
+    for (int64_t t = 0; t < kTile; t += kN) {
+      const VF s = hn::Load(df, row + t);
+      max_v = hn::Max(max_v, s);
+      bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
+    }
+    float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v));
+    if (HWY_UNLIKELY(!hn::AllFalse(df, bad))) {
+      // A NaN or +inf score: the row's output is NaN. NaN scores weigh 0 from here on (Max
+      // may have kept or dropped them), so that the state stays free of NaN arithmetic.
+      state.nan = true;
+      tile_max = minus_inf;
+      for (int64_t t = 0; t < kTile; ++t) {
+        if (std::isnan(row[t])) row[t] = minus_inf;
+        tile_max = std::max(tile_max, row[t]);
+      }
+    }
+    // No NaN among the maxima here: std::max is fmax.
+    if (tile_max > state.max) {
+      // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf).
+      const float alpha = std::exp(state.max - tile_max);
+      const VF alpha_v = hn::Set(df, alpha);
+      for (int64_t d = 0; d < loop_dim; d += kN) {
+        hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
+      }
+      state.sum *= alpha;
+      state.max = tile_max;
+    }
+    m_v[r] = hn::Set(df, state.max);
+    sum_v[r] = hn::Zero(df);
+  }
+  // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
+  for (int64_t t = 0; t < kTile; t += kN) {
+    HWY_UNROLL(4)
+    for (int r = 0; r < kRows; ++r) {
+      float* at = scores + r * kTile + t;
+      const VF p = hn::Exp(df, hn::Sub(hn::Load(df, at), m_v[r]));
+      hn::Store(p, df, at);
+      sum_v[r] = hn::Add(sum_v[r], p);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) states[r].sum += hn::GetLane(hn::SumOfLanes(df, sum_v[r]));
+}
+
+// Independent multiply-add chains that keep both FMA units busy through their 4-cycle latency.
+constexpr int kMinChains = 8;
+
+// acc_r += sum_{t < count} p[r * kTile + t] v_t for rows [0, kRows), on kDV vectors of D from
+// d, with all kRows x kDV accumulators in registers over the tile; with fewer than kMinChains
+// of them, even and odd keys go to two sets (added at the end), or the chain of one
+// accumulator through the keys would bound the loop by latency.
+template <int kRows, int kDV, typename T>
+HWY_INLINE void AccumulatePass(DF df, RowState* states, const float* p, const Rows<T>& values,
+                               int64_t count, int64_t d) {
+  constexpr bool kSplit = kRows * kDV < kMinChains;
+  VF c[kRows][kDV], e[kRows][kDV];
+  HWY_UNROLL(4)
+  for (int r = 0; r < kRows; ++r) {
+    HWY_UNROLL(4)
+    for (int j = 0; j < kDV; ++j) {
+      c[r][j] = hn::LoadU(df, states[r].acc + d + j * kN);
+      e[r][j] = hn::Zero(df);
+    }
+  }
+  auto add_key = [&](int64_t t, VF(&acc)[kRows][kDV]) HWY_ATTR {
+    const T* v = values[t] + d;
+    VF x[kDV];
+    HWY_UNROLL(4)
+    for (int j = 0; j < kDV; ++j) x[j] = InRegister(LoadF32(df, v + j * kN));
+    HWY_UNROLL(4)
+    for (int r = 0; r < kRows; ++r) {
+      const VF w = hn::Set(df, p[r * kTile + t]);
+      HWY_UNROLL(4)
+      for (int j = 0; j < kDV; ++j) acc[r][j] = hn::MulAdd(w, x[j], acc[r][j]);
+    }
+  };
+  int64_t t = 0;
+  if constexpr (kSplit) {
+    for (; t + 2 <= count; t += 2) {
+      add_key(t, c);
+      add_key(t + 1, e);
+    }
+  }
+  for (; t < count; ++t) add_key(t, c);
+  HWY_UNROLL(4)
+  for (int r = 0; r < kRows; ++r) {
+    HWY_UNROLL(4)
+    for (int j = 0; j < kDV; ++j) {
+      hn::StoreU(kSplit ? hn::Add(c[r][j], e[r][j]) : c[r][j], df, states[r].acc + d + j * kN);
+    }
+  }
+}
+
+template <int kRows, typename T>
+void AccumulateTile(DF df, RowState* states, const float* p, const Rows<T>& values, int64_t count,
+                    int64_t loop_dim) {
+  constexpr int kDV = ValueVectors<kRows>();
+  int64_t d = 0;
+  for (; d + kDV * kN <= loop_dim; d += kDV * kN) {
+    AccumulatePass<kRows, kDV>(df, states, p, values, count, d);
+  }
+  for (; d < loop_dim; d += kN) AccumulatePass<kRows, 1>(df, states, p, values, count, d);
+}
+
+// Scratch of one thread: scaled q rows and widened K/V tiles (rows of loop_dim floats),
+// scores (then weights) of the block's rows.
+struct DenseScratch {
+  std::vector<float> q, k, v;
+  alignas(64) float scores[kMaxBlockRows * kTile];
+};
+
+// Rows [r0, r0 + kRows) of the block over one tile.
+template <int kRows, typename T>
+HWY_INLINE void GroupTile(DF df, const float* q, int64_t loop_dim, const Rows<T>& keys,
+                          const Rows<T>& values, int64_t count, const Rows<T>* prefetch,
+                          int64_t prefetch_bytes, float* scores, RowState* states) {
+  ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
+  UpdateDenseRows<kRows>(df, states, scores, loop_dim);
+  AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
+}
+
+// T: element type of the rows as read (float for widened scratch rows).
+template <typename T, bool kWiden>
+void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* states,
+                int64_t loop_dim, DenseScratch& scratch) {
+  const int64_t D = p.shape.head_dim;
+  const int64_t b = block.batch, kv_head = block.kv_head;
+  const int R = block.num_rows;
+  // Groups of at most four rows, as even as possible (7 rows: 4 + 3).
+  const int groups = (R + kMaxGroupRows - 1) / kMaxGroupRows;
+  const int64_t row_bytes = D * static_cast<int64_t>(sizeof(T));
+  for (int64_t first = block.key_begin; first < block.key_end; first += kTile) {
+    const int64_t count = std::min(kTile, block.key_end - first);
+    Rows<T> keys, values;
+    if constexpr (kWiden) {
+      for (int64_t t = 0; t < count; ++t) {
+        float* k = scratch.k.data() + t * loop_dim;
+        float* v = scratch.v.data() + t * loop_dim;
+        p.k.ReadRow(b, kv_head, first + t, D, k);
+        p.v.ReadRow(b, kv_head, first + t, D, v);
+        std::fill(k + D, k + loop_dim, 0.0f);
+        std::fill(v + D, v + loop_dim, 0.0f);
+      }
+      keys = {scratch.k.data(), loop_dim};
+      values = {scratch.v.data(), loop_dim};
+    } else {
+      keys = {reinterpret_cast<const T*>(p.k.Row(b, kv_head, first)), p.k.stride[2]};
+      values = {reinterpret_cast<const T*>(p.v.Row(b, kv_head, first)), p.v.stride[2]};
+    }
+    // Every row of the group sees the whole tile; within a tile, K and V stay in L1 between
+    // the groups.
+    for (int g = 0, r0 = 0; g < groups; ++g) {
+      const int rows = (R - r0) / (groups - g);
+      // V rows are read after the scores, in passes of a few vectors across all of the tile's
+      // rows (a strided pattern the hardware prefetchers pick up late): the first group's
+      // score pass requests each V row as it reaches its key, so that the misses overlap the
+      // score arithmetic. (K is read row after row, which they follow; requesting it too, or
+      // all of a tile's V at once, measured slower.)
+      const Rows<T>* prefetch = !kWiden && g == 0 ? &values : nullptr;
+      const float* q = scratch.q.data() + r0 * loop_dim;
+      float* scores = scratch.scores + r0 * kTile;
+      switch (rows) {
+        case 1:
+          GroupTile<1>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+                       states + r0);
+          break;
+        case 2:
+          GroupTile<2>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+                       states + r0);
+          break;
+        case 3:
+          GroupTile<3>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+                       states + r0);
+          break;
+        default:
+          GroupTile<4>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+                       states + r0);
+          break;
+      }
+      r0 += rows;
+    }
+    for (int r = 0; r < R; ++r) states[r].allowed += count;
+  }
+}
+
+void ProcessDenseImpl(const FlashProblem& p, const RowBlock& block, RowState* states) {
+  const DF df;
+  const int64_t D = p.shape.head_dim;
+  const int64_t loop_dim = (D + kN - 1) / kN * kN;  // <= PaddedDim(D)
+  thread_local DenseScratch scratch;
+  scratch.q.resize(kMaxBlockRows * loop_dim);
+  for (int r = 0; r < block.num_rows; ++r) {
+    float* q = scratch.q.data() + r * loop_dim;
+    p.q.ReadRow(block.batch, block.head[r], block.query[r], D, q);
+    for (int64_t d = 0; d < D; ++d) q[d] *= p.scale;
+    std::fill(q + D, q + loop_dim, 0.0f);
+  }
+  // In place: contiguous elements, whole vectors (the vector loads must not read past a row).
+  const DType dtype = p.k.dtype;
+  const bool in_place = p.k.stride[3] == 1 && p.v.stride[3] == 1 && D % kN == 0 &&
+                        (dtype != DType::kF16 || kExactF16InRegisters);
+  if (!in_place) {
+    scratch.k.resize(kTile * loop_dim);
+    scratch.v.resize(kTile * loop_dim);
+    DenseTiles<float, true>(df, p, block, states, loop_dim, scratch);
+  } else if (dtype == DType::kF32) {
+    DenseTiles<float, false>(df, p, block, states, loop_dim, scratch);
+  } else if (dtype == DType::kBF16) {
+    DenseTiles<hwy::bfloat16_t, false>(df, p, block, states, loop_dim, scratch);
+  } else {
+    DenseTiles<hwy::float16_t, false>(df, p, block, states, loop_dim, scratch);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kvcheck::flash_internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kvcheck::flash_internal {
+
+HWY_EXPORT(ProcessDenseImpl);
+
+namespace {
+
+// Runs keys [from, to) of `block` through the dense kernel or the general one.
+void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, int64_t to,
+                  bool dense, RowState* states) {
+  if (from >= to) return;
+  RowBlock part = block;
+  part.key_begin = from;
+  part.key_end = to;
+  if (dense) {
+    HWY_DYNAMIC_DISPATCH(ProcessDenseImpl)(p, part, states);
+  } else {
+    ProcessTilesSimd(p, part, states);
+  }
+}
+
+}  // namespace
+
+void ProcessBlockSimd(const FlashProblem& p, const RowBlock& block, RowState* states) {
+  // The dense kernel reads K per key (not the transposed K of prefill) and adds nothing to a
+  // score: no softcap, ALiBi or mask.
+  const bool eligible = p.k_transposed == nullptr && p.mask == nullptr && p.softcap <= 0.0f &&
+                        p.alibi_slopes == nullptr && block.key_begin < block.key_end;
+  int64_t q_min = std::numeric_limits<int64_t>::max();
+  int64_t q_max = std::numeric_limits<int64_t>::min();
+  for (int r = 0; r < block.num_rows; ++r) {
+    const int64_t qpos = p.QueryPosition(block.batch, block.query[r]);
+    q_min = std::min(q_min, qpos);
+    q_max = std::max(q_max, qpos);
+  }
+  if (!eligible || q_min < 0) {
+    ProcessTilesSimd(p, block, states);
+    return;
+  }
+  // Every row may see key position kpos iff lo <= kpos < hi (KeyAllowed for all rows: the
+  // causal rule binds the smallest query position, the window rule the largest).
+  const int64_t lo = p.window > 0 ? std::max<int64_t>(0, q_max - p.window + 1) : 0;
+  const int64_t hi = p.causal ? q_min + 1 : std::numeric_limits<int64_t>::max();
+  const int64_t begin = block.key_begin, end = block.key_end;
+  if (p.kv_positions == nullptr) {  // kpos = j: one dense run between two general ones
+    const int64_t from = std::clamp(lo, begin, end);
+    const int64_t to = std::clamp(hi, from, end);
+    ProcessRange(p, block, begin, from, false, states);
+    ProcessRange(p, block, from, to, true, states);
+    ProcessRange(p, block, to, end, false, states);
+    return;
+  }
+  // Explicit positions (caches: rings wrap, empty slots are -1): classify runs of kFlashTile
+  // keys by their smallest and largest position, and hand maximal runs of one kind over.
+  const int64_t* positions = p.kv_positions + block.batch * p.shape.kv_len;
+  int64_t run_begin = begin;
+  bool run_dense = false;
+  for (int64_t first = begin; first < end; first += kFlashTile) {
+    const int64_t last = std::min(first + kFlashTile, end);
+    int64_t k_min = positions[first], k_max = positions[first];
+    for (int64_t j = first + 1; j < last; ++j) {
+      k_min = std::min(k_min, positions[j]);
+      k_max = std::max(k_max, positions[j]);
+    }
+    const bool dense = k_min >= lo && k_max < hi;
+    if (first == begin) {
+      run_dense = dense;
+    } else if (dense != run_dense) {
+      ProcessRange(p, block, run_begin, first, run_dense, states);
+      run_begin = first;
+      run_dense = dense;
+    }
+  }
+  ProcessRange(p, block, run_begin, end, run_dense, states);
+}
+
+}  // namespace kvcheck::flash_internal
+#endif  // HWY_ONCE
