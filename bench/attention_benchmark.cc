@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "bench/benchmark_values.h"
+#include "bench/machine_context.h"
+#include "bench/streaming_sum.h"
 #include "benchmark/benchmark.h"
-#include "hwy/highway.h"
 #include "src/attention/flash_attention.h"
 #include "src/attention/naive_attention.h"
 #include "src/cache/registry.h"
@@ -99,25 +100,15 @@ void SeedTableArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_SeedTable)->Apply(SeedTableArgs)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Reads every float of `layers` (each a K and a V tensor) once: the streaming floor.
-HWY_NOINLINE float SumAll(const std::vector<std::pair<Tensor, Tensor>>& layers) {
-  namespace hn = hwy::HWY_NAMESPACE;
-  const hn::ScalableTag<float> df;
-  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+// Reads every float of `layers` (each a K and a V tensor) once: the streaming floor, with the
+// widest vectors this CPU has (bench/streaming_sum.h).
+float SumAll(const std::vector<std::pair<Tensor, Tensor>>& layers) {
+  float sum = 0;
   for (const auto& [k, v] : layers) {
-    for (const Tensor* t : {&k, &v}) {
-      const float* p = t->data<float>();
-      const int64_t n = t->num_elements();
-      for (int64_t i = 0; i + 4 * N <= n; i += 4 * N) {
-        a0 = hn::Add(a0, hn::LoadU(df, p + i));
-        a1 = hn::Add(a1, hn::LoadU(df, p + i + N));
-        a2 = hn::Add(a2, hn::LoadU(df, p + i + 2 * N));
-        a3 = hn::Add(a3, hn::LoadU(df, p + i + 3 * N));
-      }
-    }
+    sum += bench::StreamingSum(k.data<float>(), k.num_elements());
+    sum += bench::StreamingSum(v.data<float>(), v.num_elements());
   }
-  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  return sum;
 }
 
 std::vector<std::pair<Tensor, Tensor>> Layers(int64_t count, int64_t kv_len) {
@@ -256,4 +247,11 @@ BENCHMARK(BM_FlashDecode)
 }  // namespace
 }  // namespace kvcheck
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  kvcheck::bench::AddMachineContext();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -22,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/machine_context.h"
 #include "bench/read_bandwidth.h"
 #include "src/cache/registry.h"
 #include "src/model/generator.h"
@@ -100,6 +101,11 @@ int Run() {
       config.ToString().c_str(), config.num_parameters() / 1e6, weight_bytes / 1e6,
       absl::StrJoin(prompt, ",").c_str(), static_cast<long long>(new_tokens),
       absl::GetFlag(FLAGS_kernel).c_str());
+  // The machine, as the Google Benchmark binaries print it (bench/machine_context.h); the
+  // bandwidth is measured per thread count below.
+  for (const auto& [name, value] : bench::MachineContextLines(/*read_bandwidth=*/false)) {
+    std::printf("%s: %s\n", name.c_str(), value.c_str());
+  }
   std::vector<int32_t> reference_tokens;
   bool all_equal = true;
   for (absl::string_view threads_text : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {

@@ -14,17 +14,26 @@
 
 namespace kvcheck::bench {
 
-void AddMachineContext() {
-  benchmark::AddCustomContext("cpu", CpuModel());
+std::vector<std::pair<std::string, std::string>> MachineContextLines(bool read_bandwidth) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  lines.emplace_back("cpu", CpuModel());
   // Highway dispatches to the best target compiled in and supported here: the lowest set bit
   // (targets are ordered best first).
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-  benchmark::AddCustomContext("simd", hwy::TargetName(targets & -targets));
-  benchmark::AddCustomContext("cores", std::to_string(sysconf(_SC_NPROCESSORS_ONLN)));
-  benchmark::AddCustomContext("fma_peak_1_core",
-                              absl::StrFormat("%.1f GFLOP/s (f32)", FmaPeakFlops() / 1e9));
-  benchmark::AddCustomContext("read_bandwidth_1_thread",
-                              absl::StrFormat("%.1f GB/s (1 GiB, streaming)", ReadBandwidth(1) / 1e9));
+  lines.emplace_back("simd", hwy::TargetName(targets & -targets));
+  lines.emplace_back("cores", std::to_string(sysconf(_SC_NPROCESSORS_ONLN)));
+  lines.emplace_back("fma_peak_1_core", absl::StrFormat("%.1f GFLOP/s (f32)", FmaPeakFlops() / 1e9));
+  if (read_bandwidth) {
+    lines.emplace_back("read_bandwidth_1_thread",
+                       absl::StrFormat("%.1f GB/s (1 GiB, streaming)", ReadBandwidth(1) / 1e9));
+  }
+  return lines;
+}
+
+void AddMachineContext() {
+  for (const auto& [name, value] : MachineContextLines(/*read_bandwidth=*/true)) {
+    benchmark::AddCustomContext(name, value);
+  }
 }
 
 }  // namespace kvcheck::bench

@@ -8,7 +8,15 @@
 #ifndef KVCHECK_BENCH_MACHINE_CONTEXT_H_
 #define KVCHECK_BENCH_MACHINE_CONTEXT_H_
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace kvcheck::bench {
+
+// The lines as (name, value): cpu, simd, cores, fma_peak_1_core and, when asked (about a
+// second more), read_bandwidth_1_thread. For benchmarks that print their own output.
+std::vector<std::pair<std::string, std::string>> MachineContextLines(bool read_bandwidth);
 
 // Measures (about a second) and adds the context lines. Call before RunSpecifiedBenchmarks.
 void AddMachineContext();
