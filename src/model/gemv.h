@@ -1,6 +1,6 @@
 // File: gemv.h
 // Matrix-vector product for decode steps: y[n] = sum_k w[n * cols + k] x[k], w row-major
-// [rows, cols]. Memory bound: every weight is read once per call, so the kernel keeps four
+// [rows, cols]. Memory bound: every weight is read once per call, so the kernel keeps eight
 // row streams in flight with FMA accumulators (Highway, dynamic dispatch) and splits the rows
 // over threads. GemvScalar is the plain path beside it.
 //
