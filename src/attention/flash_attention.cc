@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -124,21 +125,45 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                                                     shape.kv_len >= 4 * shape.q_len);
   if (simd && !decode_like && shape.kv_len > 0) {
     const int64_t padded_dim = flash_internal::PaddedDim(shape.head_dim);
+    // Rows of Kt one cache line longer than Skv rounded up to tiles: a tile of Kt is 2 or 4
+    // lines of each of D rows, and with a power-of-two row stride (Skv = 512: 2 KiB) they
+    // would all fall into a few L1 sets and evict one another; shifted by a line per row,
+    // they spread over all of them.
     p.kt_stride = (shape.kv_len + flash_internal::kFlashTile - 1) / flash_internal::kFlashTile *
-                  flash_internal::kFlashTile;
+                      flash_internal::kFlashTile +
+                  16;
     const int64_t per_head = padded_dim * p.kt_stride;
-    k_transposed.assign(shape.batch * shape.num_kv_heads * per_head, 0.0f);
+    // On a cache line (the vector loads of a tile's row would otherwise straddle two).
+    k_transposed.assign(shape.batch * shape.num_kv_heads * per_head + 16, 0.0f);
+    const size_t misalignment = reinterpret_cast<uintptr_t>(k_transposed.data()) % 64;
+    float* kt_base = k_transposed.data() + (misalignment == 0 ? 0 : (64 - misalignment) / 4);
     SharedThreadPool(options.num_threads)
         .ParallelFor(shape.batch * shape.num_kv_heads, [&](int64_t bk) {
           const int64_t b = bk / shape.num_kv_heads, kv_head = bk % shape.num_kv_heads;
-          float* out = k_transposed.data() + bk * per_head;
-          std::vector<float> row(shape.head_dim);
-          for (int64_t j = 0; j < shape.kv_len; ++j) {
-            p.k.ReadRow(b, kv_head, j, shape.head_dim, row.data());
-            for (int64_t d = 0; d < shape.head_dim; ++d) out[d * p.kt_stride + j] = row[d];
+          float* out = kt_base + bk * per_head;
+          // Runs of kKeys keys: each row of Kt takes a run of consecutive stores (a cache
+          // line) per run, not a store per key kt_stride floats from the last one. f32 rows
+          // with unit stride are read in place.
+          constexpr int64_t kKeys = 16;
+          std::vector<float> widened(kKeys * shape.head_dim);
+          const float* rows[kKeys];
+          for (int64_t j0 = 0; j0 < shape.kv_len; j0 += kKeys) {
+            const int64_t n = std::min(kKeys, shape.kv_len - j0);
+            for (int64_t t = 0; t < n; ++t) {
+              rows[t] = p.k.F32Row(b, kv_head, j0 + t);
+              if (rows[t] == nullptr) {
+                float* row = widened.data() + t * shape.head_dim;
+                p.k.ReadRow(b, kv_head, j0 + t, shape.head_dim, row);
+                rows[t] = row;
+              }
+            }
+            for (int64_t d = 0; d < shape.head_dim; ++d) {
+              float* column = out + d * p.kt_stride + j0;
+              for (int64_t t = 0; t < n; ++t) column[t] = rows[t][d];
+            }
           }
         });
-    p.k_transposed = k_transposed.data();
+    p.k_transposed = kt_base;
   }
   // Split long key ranges of few blocks (decode) so that every thread has work.
   int splits = options.kv_splits;
@@ -147,6 +172,51 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
     splits = few_blocks && shape.kv_len >= 512 ? options.num_threads : 1;
   }
   const int64_t padded = flash_internal::PaddedDim(shape.head_dim);
+  // Threads claim tasks in order: the costliest blocks (most rows x keys; causal prefill's
+  // last query rows) first, so that no thread is left alone with one at the end. Each task
+  // is computed by one thread whatever the order, so the results do not depend on it.
+  std::vector<int64_t> order(blocks.size());
+  for (size_t blk = 0; blk < blocks.size(); ++blk) order[blk] = static_cast<int64_t>(blk);
+  if (options.num_threads > 1) {
+    auto cost = [&](int64_t i) {
+      return blocks[i].num_rows * (blocks[i].key_end - blocks[i].key_begin);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return cost(x) > cost(y); });
+  }
+  auto process = [&](const RowBlock& block, RowState* row_states) {
+    if (simd) {
+      flash_internal::ProcessBlockSimd(p, block, row_states);
+    } else {
+      flash_internal::ProcessBlockScalar(p, block, row_states);
+    }
+  };
+  float* out_data = out.data<float>();
+  auto finalize = [&](const RowBlock& block, const RowState* row_states) {
+    for (int r = 0; r < block.num_rows; ++r) {
+      float* row = out_data + ((block.batch * shape.num_heads + block.head[r]) * shape.q_len +
+                               block.query[r]) * shape.head_dim;
+      flash_internal::FinalizeRow(row_states[r], shape.head_dim, row);
+    }
+  };
+  if (splits == 1) {
+    // A task per block, which normalises its own rows into the output: its states live in
+    // the thread's scratch for the task only (no per-call arrays for every row of the
+    // problem), and the normalisation runs on all threads.
+    SharedThreadPool(options.num_threads)
+        .ParallelFor(static_cast<int64_t>(blocks.size()), [&](int64_t task) {
+          const RowBlock& block = blocks[order[task]];
+          thread_local std::vector<float> accumulators;
+          thread_local std::vector<RowState> row_states;
+          accumulators.assign(block.num_rows * padded, 0.0f);
+          row_states.assign(block.num_rows, RowState());
+          for (int r = 0; r < block.num_rows; ++r) row_states[r].acc = &accumulators[r * padded];
+          process(block, row_states.data());
+          finalize(block, row_states.data());
+        });
+    if (q.dtype() == DType::kF32) return out;
+    return Cast(out, q.dtype());
+  }
   const int64_t tasks = static_cast<int64_t>(blocks.size()) * splits;
   // One state per row of each task, the splits of a block side by side: block `blk`'s split
   // `s` starts at (first_row[blk] * splits + s * num_rows). Sized by the rows the blocks have
@@ -164,7 +234,8 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
     return &states[first_row[blk] * splits + split * blocks[blk].num_rows];
   };
   SharedThreadPool(options.num_threads).ParallelFor(tasks, [&](int64_t task) {
-    RowBlock block = blocks[task / splits];
+    const int64_t blk = order[task / splits];
+    RowBlock block = blocks[blk];
     const int64_t split = task % splits;
     // Split boundaries on tile multiples too (see PlanBlocks).
     const int64_t tiles = (block.key_end - block.key_begin + flash_internal::kFlashTile - 1) /
@@ -174,15 +245,9 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
     block.key_end = std::min(
         block.key_end, block.key_begin + tiles * (split + 1) / splits * flash_internal::kFlashTile);
     block.key_begin = std::min(begin, block.key_end);
-    RowState* row_states = task_states(task / splits, split);
-    if (simd) {
-      flash_internal::ProcessBlockSimd(p, block, row_states);
-    } else {
-      flash_internal::ProcessBlockScalar(p, block, row_states);
-    }
+    process(block, task_states(blk, split));
   });
   // Merge the splits of each block in a fixed order, then normalise into the output.
-  float* out_data = out.data<float>();
   for (size_t blk = 0; blk < blocks.size(); ++blk) {
     const RowBlock& block = blocks[blk];
     RowState* first = task_states(blk, 0);
@@ -192,11 +257,7 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
         flash_internal::MergeRowState(first[r], other[r], shape.head_dim);
       }
     }
-    for (int r = 0; r < block.num_rows; ++r) {
-      float* row = out_data + ((block.batch * shape.num_heads + block.head[r]) * shape.q_len +
-                               block.query[r]) * shape.head_dim;
-      flash_internal::FinalizeRow(first[r], shape.head_dim, row);
-    }
+    finalize(block, first);
   }
   if (q.dtype() == DType::kF32) return out;
   return Cast(out, q.dtype());

@@ -1,8 +1,10 @@
 // The Highway path's general tile kernel (dynamic dispatch over the compiled targets): any
 // rules, any number of rows. Runs of keys that every row of a small block sees without
-// per-score rules go to the dense decode kernel instead (flash_decode_simd.cc).
+// per-score rules go to the dense decode kernel instead (flash_decode_simd.cc); prefill
+// blocks (K transposed by the driver) whose rows see one range of keys each, with nothing
+// added to a score, go to the register-blocked groups of flash_prefill_tile-inl.h.
 //
-// Keys are processed in tiles of kTile. For each tile:
+// Otherwise keys are processed in tiles of kTile. For each tile:
 //   1. rows of K and V are used in place when they are f32 with unit stride and a whole
 //      number of vectors long, otherwise widened into zero-padded scratch rows;
 //   2. scores s[r][t] = <q_r * scale, k_t> for every row of the block, one K load shared by
@@ -28,6 +30,8 @@
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+// After foreach_target.h: compiled once per target with this file.
+#include "src/attention/flash_prefill_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -290,11 +294,20 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
   float slope[kMaxBlockRows];
   // Default key positions and no mask: row r sees exactly the keys [lo, hi).
   const bool ranges = problem.kv_positions == nullptr && problem.mask == nullptr;
+  const float scale = problem.scale;
+  const auto scale_v = hn::Set(df, scale);
   for (int r = 0; r < R; ++r) {
     float* q = scratch.q.data() + r * loop_dim;
-    problem.q.ReadRow(b, block.head[r], block.query[r], D, q);
-    for (int64_t d = 0; d < D; ++d) q[d] *= problem.scale;
-    std::fill(q + D, q + loop_dim, 0.0f);
+    const float* in_place = problem.q.F32Row(b, block.head[r], block.query[r]);
+    if (in_place != nullptr && D == loop_dim) {  // f32, whole vectors: no padding
+      for (int64_t d = 0; d < D; d += N) {
+        hn::StoreU(hn::Mul(hn::LoadU(df, in_place + d), scale_v), df, q + d);
+      }
+    } else {
+      problem.q.ReadRow(b, block.head[r], block.query[r], D, q);
+      for (int64_t d = 0; d < D; ++d) q[d] *= scale;
+      std::fill(q + D, q + loop_dim, 0.0f);
+    }
     qpos[r] = problem.QueryPosition(b, block.query[r]);
     slope[r] = problem.Slope(block.head[r]);
     lo[r] = 0;
@@ -305,6 +318,11 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
   }
   const bool post_process = problem.softcap > 0 || problem.alibi_slopes != nullptr ||
                             problem.mask != nullptr;
+  if (problem.k_transposed != nullptr && ranges && !post_process) {
+    prefill::PrefillTiles(df, problem, block, loop_dim, lo, hi, scratch.q.data(),
+                          scratch.v.data(), &scratch.scores[0][0], states);
+    return;
+  }
   TileRows keys, values;
   for (int64_t first = block.key_begin; first < block.key_end; first += kTile) {
     const int64_t count = std::min(kTile, block.key_end - first);

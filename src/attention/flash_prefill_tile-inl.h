@@ -1,0 +1,350 @@
+// File: flash_prefill_tile-inl.h
+// Highway code of the general tile kernel's prefill path (flash_block_simd.cc), included once
+// per target after hwy/foreach_target.h. It takes a block when K is transposed once per
+// (b, kv_head) by the driver (prefill), the keys a row may see are one range (default key
+// positions, no mask) and nothing is added to a score (no softcap, no ALiBi): PrefillTiles
+// walks the block's tiles of kFlashTile keys and splits the rows into groups of up to six
+// (GQA prefill: two query positions of a group of three heads, each K^T and V load serving
+// all six).
+//
+// Per group and tile (GroupTile):
+//   1. scores s[r][t] = <q_r * scale, k_t>: kRows rows x 2 vectors of keys (12 accumulators
+//      for six rows on AVX2's 16 registers) through all of D, each K^T vector load shared by
+//      the rows and each broadcast q element by two vectors of keys; no horizontal sums;
+//   2. keys outside row r's range [begin_r, end_r) of the tile become -inf (diagonal tiles of
+//      causal prefill, and the keys past a short last tile), then the online-softmax update
+//      of each row, the rows' Exp calls interleaved: m = max(m_old, max_t s_t); acc and l
+//      scale by exp(m_old - m) only when m grows; p_t = exp(s_t - m); l += sum_t p_t;
+//   3. acc += sum_t p_t v_t over the keys every row of the group sees, [max_r begin_r,
+//      min_r end_r), with kRows x kDV vectors of D in registers across the keys (each V load
+//      shared by the rows); the few keys only some rows see (the diagonal) key by key for
+//      those rows. A key a row may not see is never multiplied in, not even by 0 (0 * NaN
+//      would leak a masked NaN value).
+// NaN is never hidden: Highway's Exp maps NaN to 0, so NaN and +inf scores are caught before
+// it and mark the row (FinalizeRow writes NaN), as in the rest of the kernel.
+
+// Per-target include guard (Highway's convention for -inl.h files).
+#if defined(KVCHECK_SRC_ATTENTION_FLASH_PREFILL_TILE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVCHECK_SRC_ATTENTION_FLASH_PREFILL_TILE_INL_H_
+#undef KVCHECK_SRC_ATTENTION_FLASH_PREFILL_TILE_INL_H_
+#else
+#define KVCHECK_SRC_ATTENTION_FLASH_PREFILL_TILE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "src/attention/flash_problem.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvcheck::flash_internal {
+namespace HWY_NAMESPACE {
+namespace prefill {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
+constexpr int64_t kTileVectors = kFlashTile / kN;
+static_assert(kFlashTile % kN == 0, "a tile is a whole number of vectors");
+// Rows per group: 6 x 2 score or value accumulators + 2 loaded vectors + 1 broadcast fit in
+// AVX2's 16 registers; 12 independent multiply-add chains cover the FMA latency.
+constexpr int kMaxGroupRows = 6;
+
+// V rows of a tile as f32: key t's row starts `stride` floats after key t - 1's.
+struct ValueRows {
+  const float* first;
+  int64_t stride;
+  const float* operator[](int64_t t) const { return first + t * stride; }
+};
+
+// scores[r * kFlashTile + t] = <q_r, k_t> for rows [0, kRows) and all kFlashTile keys of the
+// tile. `kt` points at K^T[0][first key]; row d of K^T is `kt_stride` floats further, and
+// zero past the keys (and for d >= D, as q is).
+template <int kRows>
+HWY_INLINE void GroupScores(DF df, const float* q, int64_t loop_dim, const float* kt,
+                            int64_t kt_stride, float* scores) {
+  constexpr int kKV = kTileVectors >= 2 ? 2 : 1;
+  static_assert(kTileVectors % kKV == 0);
+  for (int64_t kv = 0; kv < kTileVectors; kv += kKV) {
+    VF c[kRows][kKV];
+    HWY_UNROLL(6)
+    for (int r = 0; r < kRows; ++r) {
+      HWY_UNROLL(2)
+      for (int j = 0; j < kKV; ++j) c[r][j] = hn::Zero(df);
+    }
+    const float* k = kt + kv * kN;
+    for (int64_t d = 0; d < loop_dim; ++d, k += kt_stride) {
+      VF x[kKV];
+      HWY_UNROLL(2)
+      for (int j = 0; j < kKV; ++j) x[j] = hn::LoadU(df, k + j * kN);
+      HWY_UNROLL(6)
+      for (int r = 0; r < kRows; ++r) {
+        const VF w = hn::Set(df, q[r * loop_dim + d]);
+        HWY_UNROLL(2)
+        for (int j = 0; j < kKV; ++j) c[r][j] = hn::MulAdd(w, x[j], c[r][j]);
+      }
+    }
+    HWY_UNROLL(6)
+    for (int r = 0; r < kRows; ++r) {
+      HWY_UNROLL(2)
+      for (int j = 0; j < kKV; ++j) {
+        hn::StoreU(c[r][j], df, scores + r * kFlashTile + (kv + j) * kN);
+      }
+    }
+  }
+}
+
+// The online-softmax update of rows [0, kRows) over the tile, row r seeing keys
+// [begin[r], end[r]) of it (`full`: all rows see every key): other keys' scores become -inf,
+// each state is rescaled to its new running max and the scores are replaced by their
+// weights p_t = exp(s_t - m) (0 for -inf).
+template <int kRows>
+HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_t* begin,
+                            const int64_t* end, bool full, int64_t loop_dim) {
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  if (!full) {
+    for (int r = 0; r < kRows; ++r) {
+      float* row = scores + r * kFlashTile;
+      std::fill(row, row + std::max<int64_t>(begin[r], 0), minus_inf);
+      std::fill(row + std::max(end[r], begin[r]), row + kFlashTile, minus_inf);
+    }
+  }
+  const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
+  VF m_v[kRows], sum_v[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    RowState& state = states[r];
+    float* row = scores + r * kFlashTile;
+    VF max_v = hn::Set(df, minus_inf);
+    auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
+    for (int64_t t = 0; t < kFlashTile; t += kN) {
+      const VF s = hn::LoadU(df, row + t);
+      max_v = hn::Max(max_v, s);
+      bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
+    }
+    float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v));
+    if (HWY_UNLIKELY(!hn::AllFalse(df, bad))) {
+      // A NaN or +inf score: the row's output is NaN. NaN scores weigh 0 from here on (Max
+      // may have kept or dropped them), so that the state stays free of NaN arithmetic.
+      state.nan = true;
+      tile_max = minus_inf;
+      for (int64_t t = 0; t < kFlashTile; ++t) {
+        if (std::isnan(row[t])) row[t] = minus_inf;
+        tile_max = std::max(tile_max, row[t]);
+      }
+    }
+    // No NaN among the maxima here: std::max is fmax.
+    if (tile_max > state.max) {
+      // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf), with the
+      // vector Exp of the weights (no libm call per row and tile).
+      const VF alpha_v = hn::Exp(df, hn::Set(df, state.max - tile_max));
+      const float alpha = hn::GetLane(alpha_v);
+      for (int64_t d = 0; d < loop_dim; d += kN) {
+        hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
+      }
+      state.sum *= alpha;
+      state.max = tile_max;
+    }
+    m_v[r] = hn::Set(df, state.max);
+    sum_v[r] = hn::Zero(df);
+  }
+  // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
+  for (int64_t t = 0; t < kFlashTile; t += kN) {
+    HWY_UNROLL(6)
+    for (int r = 0; r < kRows; ++r) {
+      float* at = scores + r * kFlashTile + t;
+      const VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, at), m_v[r]));
+      hn::StoreU(p, df, at);
+      sum_v[r] = hn::Add(sum_v[r], p);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) states[r].sum += hn::GetLane(hn::SumOfLanes(df, sum_v[r]));
+}
+
+// acc_r += sum_{t in [t0, t1)} p[r][t] v_t for rows [0, kRows), on kDV vectors of D from d.
+template <int kRows, int kDV>
+HWY_INLINE void GroupValuePass(DF df, RowState* states, const float* p, const ValueRows& values,
+                               int64_t t0, int64_t t1, int64_t d) {
+  VF c[kRows][kDV];
+  HWY_UNROLL(6)
+  for (int r = 0; r < kRows; ++r) {
+    HWY_UNROLL(4)
+    for (int j = 0; j < kDV; ++j) c[r][j] = hn::LoadU(df, states[r].acc + d + j * kN);
+  }
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* v = values[t] + d;
+    VF x[kDV];
+    HWY_UNROLL(4)
+    for (int j = 0; j < kDV; ++j) x[j] = hn::LoadU(df, v + j * kN);
+    HWY_UNROLL(6)
+    for (int r = 0; r < kRows; ++r) {
+      const VF w = hn::Set(df, p[r * kFlashTile + t]);
+      HWY_UNROLL(4)
+      for (int j = 0; j < kDV; ++j) c[r][j] = hn::MulAdd(w, x[j], c[r][j]);
+    }
+  }
+  HWY_UNROLL(6)
+  for (int r = 0; r < kRows; ++r) {
+    HWY_UNROLL(4)
+    for (int j = 0; j < kDV; ++j) hn::StoreU(c[r][j], df, states[r].acc + d + j * kN);
+  }
+}
+
+// Vectors of D per value pass for kRows rows: kRows x kDV accumulators, kDV V vectors and a
+// broadcast weight within the register file (16 on AVX2).
+template <int kRows>
+constexpr int GroupValueVectors() {
+  return kRows <= 2 ? 4 : 2;
+}
+
+// acc_r += p[r][t] v_t for the keys [t0, t1) of every row of the group.
+template <int kRows>
+HWY_INLINE void GroupValues(DF df, RowState* states, const float* p, const ValueRows& values,
+                            int64_t t0, int64_t t1, int64_t loop_dim) {
+  constexpr int kDV = GroupValueVectors<kRows>();
+  int64_t d = 0;
+  for (; d + kDV * kN <= loop_dim; d += kDV * kN) {
+    GroupValuePass<kRows, kDV>(df, states, p, values, t0, t1, d);
+  }
+  for (; d < loop_dim; d += kN) GroupValuePass<kRows, 1>(df, states, p, values, t0, t1, d);
+}
+
+// acc += p_t v_t for the keys [t0, t1) of one row.
+HWY_INLINE void RowValues(DF df, RowState& state, const float* p, const ValueRows& values,
+                          int64_t t0, int64_t t1, int64_t loop_dim) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const VF w = hn::Set(df, p[t]);
+    const float* v = values[t];
+    for (int64_t d = 0; d < loop_dim; d += kN) {
+      hn::StoreU(hn::MulAdd(w, hn::LoadU(df, v + d), hn::LoadU(df, state.acc + d)), df,
+                 state.acc + d);
+    }
+  }
+}
+
+// Rows [0, kRows) of a group (q rows of loop_dim floats, scaled and zero-padded) over one
+// tile; row r sees the keys [begin[r], end[r]) of it (possibly none). `scores`: kRows x
+// kFlashTile floats of scratch.
+template <int kRows>
+void GroupTile(DF df, const float* q, int64_t loop_dim, const float* kt, int64_t kt_stride,
+               const ValueRows& values, const int64_t* begin, const int64_t* end,
+               float* scores, RowState* states) {
+  bool full = true;
+  int64_t common_begin = 0, common_end = kFlashTile;
+  for (int r = 0; r < kRows; ++r) {
+    full = full && begin[r] == 0 && end[r] == kFlashTile;
+    common_begin = std::max(common_begin, begin[r]);
+    common_end = std::min(common_end, end[r]);
+  }
+  GroupScores<kRows>(df, q, loop_dim, kt, kt_stride, scores);
+  GroupUpdate<kRows>(df, states, scores, begin, end, full, loop_dim);
+  if (common_begin < common_end) {
+    GroupValues<kRows>(df, states, scores, values, common_begin, common_end, loop_dim);
+    for (int r = 0; r < kRows; ++r) {
+      const float* p = scores + r * kFlashTile;
+      RowValues(df, states[r], p, values, begin[r], common_begin, loop_dim);
+      RowValues(df, states[r], p, values, common_end, end[r], loop_dim);
+    }
+  } else {  // no key every row sees (a row of the group sees none, or windows barely overlap)
+    for (int r = 0; r < kRows; ++r) {
+      RowValues(df, states[r], scores + r * kFlashTile, values, begin[r], end[r], loop_dim);
+    }
+  }
+}
+
+// The block's keys, tile by tile, in groups of up to six rows (as even as possible). Row r
+// (its q scaled and zero-padded to loop_dim at q_rows + r * loop_dim) sees the keys
+// [lo[r], hi[r]). Scratch: `widened` holds kFlashTile x loop_dim floats (V rows that cannot
+// be read in place), `scores` kMaxBlockRows x kFlashTile.
+inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& block,
+                         int64_t loop_dim, const int64_t* lo, const int64_t* hi,
+                         const float* q_rows, float* widened, float* scores,
+                         RowState* states) {
+  const int64_t D = problem.shape.head_dim;
+  const int64_t b = block.batch, kv_head = block.kv_head;
+  const int R = block.num_rows;
+  const int groups = (R + kMaxGroupRows - 1) / kMaxGroupRows;
+  int group_rows[kMaxBlockRows];
+  for (int g = 0, r0 = 0; g < groups; ++g) {
+    group_rows[g] = (R - r0) / (groups - g);
+    r0 += group_rows[g];
+  }
+  const float* kt_head = problem.k_transposed +
+                         (b * problem.shape.num_kv_heads + kv_head) * PaddedDim(D) *
+                             problem.kt_stride;
+  const bool v_in_place = problem.v.dtype == DType::kF32 && problem.v.stride[3] == 1 &&
+                          D % static_cast<int64_t>(hn::Lanes(df)) == 0;
+  for (int64_t first = block.key_begin; first < block.key_end; first += kFlashTile) {
+    const int64_t count = std::min(kFlashTile, block.key_end - first);
+    // Row r sees the keys [begin[r], end[r]) of the tile (of its first `count`).
+    int64_t begin[kMaxBlockRows], end[kMaxBlockRows];
+    bool any_allowed = false;
+    for (int r = 0; r < R; ++r) {
+      begin[r] = std::clamp<int64_t>(lo[r] - first, 0, count);
+      end[r] = std::clamp<int64_t>(hi[r] - first, begin[r], count);
+      states[r].allowed += end[r] - begin[r];
+      any_allowed = any_allowed || end[r] > begin[r];
+    }
+    if (!any_allowed) continue;
+    ValueRows values;
+    if (v_in_place) {
+      values = {problem.v.F32Row(b, kv_head, first), problem.v.stride[2]};
+    } else {
+      for (int64_t t = 0; t < count; ++t) {
+        float* out = widened + t * loop_dim;
+        problem.v.ReadRow(b, kv_head, first + t, D, out);
+        std::fill(out + D, out + loop_dim, 0.0f);
+      }
+      values = {widened, loop_dim};
+    }
+    const float* kt = kt_head + first;
+    const int64_t kt_stride = problem.kt_stride;
+    for (int g = 0, r0 = 0; g < groups; ++g) {
+      const int rows = group_rows[g];
+      const float* q = q_rows + r0 * loop_dim;
+      float* group_scores = scores + r0 * kFlashTile;
+      const int64_t* row_begin = begin + r0;
+      const int64_t* row_end = end + r0;
+      RowState* row_states = states + r0;
+      switch (rows) {
+        case 1:
+          GroupTile<1>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
+                       group_scores, row_states);
+          break;
+        case 2:
+          GroupTile<2>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
+                       group_scores, row_states);
+          break;
+        case 3:
+          GroupTile<3>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
+                       group_scores, row_states);
+          break;
+        case 4:
+          GroupTile<4>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
+                       group_scores, row_states);
+          break;
+        case 5:
+          GroupTile<5>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
+                       group_scores, row_states);
+          break;
+        default:
+          GroupTile<6>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
+                       group_scores, row_states);
+          break;
+      }
+      r0 += rows;
+    }
+  }
+}
+
+}  // namespace prefill
+}  // namespace HWY_NAMESPACE
+}  // namespace kvcheck::flash_internal
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVCHECK_SRC_ATTENTION_FLASH_PREFILL_TILE_INL_H_
