@@ -319,8 +319,9 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
   const bool post_process = problem.softcap > 0 || problem.alibi_slopes != nullptr ||
                             problem.mask != nullptr;
   if (problem.k_transposed != nullptr && ranges && !post_process) {
+    scratch.v.resize(prefill::kKeys * loop_dim);
     prefill::PrefillTiles(df, problem, block, loop_dim, lo, hi, scratch.q.data(),
-                          scratch.v.data(), &scratch.scores[0][0], states);
+                          scratch.v.data(), states);
     return;
   }
   TileRows keys, values;

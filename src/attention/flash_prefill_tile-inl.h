@@ -3,11 +3,12 @@
 // per target after hwy/foreach_target.h. It takes a block when K is transposed once per
 // (b, kv_head) by the driver (prefill), the keys a row may see are one range (default key
 // positions, no mask) and nothing is added to a score (no softcap, no ALiBi): PrefillTiles
-// walks the block's tiles of kFlashTile keys and splits the rows into groups of up to six
+// walks the block's keys kKeys (two tiles) at a time and splits the rows into groups of up
+// to six
 // (GQA prefill: two query positions of a group of three heads, each K^T and V load serving
 // all six).
 //
-// Per group and tile (GroupTile):
+// Per group and kKeys keys (GroupTile):
 //   1. scores s[r][t] = <q_r * scale, k_t>: kRows rows x 2 vectors of keys (12 accumulators
 //      for six rows on AVX2's 16 registers) through all of D, each K^T vector load shared by
 //      the rows and each broadcast q element by two vectors of keys; no horizontal sums;
@@ -49,9 +50,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+// Keys per online-softmax update: two of the driver's tiles, so that each row's reductions
+// (tile max, NaN check, sum of weights) and each group's accumulator loads and stores are
+// spread over twice the multiply-adds. The driver pads K^T rows by a tile for it.
+constexpr int64_t kKeys = 2 * kFlashTile;
 constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
-constexpr int64_t kTileVectors = kFlashTile / kN;
-static_assert(kFlashTile % kN == 0, "a tile is a whole number of vectors");
+constexpr int64_t kTileVectors = kKeys / kN;
+static_assert(kKeys % kN == 0, "a tile is a whole number of vectors");
 // Rows per group: 6 x 2 score or value accumulators + 2 loaded vectors + 1 broadcast fit in
 // AVX2's 16 registers; 12 independent multiply-add chains cover the FMA latency.
 constexpr int kMaxGroupRows = 6;
@@ -63,7 +68,7 @@ struct ValueRows {
   const float* operator[](int64_t t) const { return first + t * stride; }
 };
 
-// scores[r * kFlashTile + t] = <q_r, k_t> for rows [0, kRows) and all kFlashTile keys of the
+// scores[r * kKeys + t] = <q_r, k_t> for rows [0, kRows) and all kKeys keys of the
 // tile. `kt` points at K^T[0][first key]; row d of K^T is `kt_stride` floats further, and
 // zero past the keys (and for d >= D, as q is).
 template <int kRows>
@@ -94,7 +99,7 @@ HWY_INLINE void GroupScores(DF df, const float* q, int64_t loop_dim, const float
     for (int r = 0; r < kRows; ++r) {
       HWY_UNROLL(2)
       for (int j = 0; j < kKV; ++j) {
-        hn::StoreU(c[r][j], df, scores + r * kFlashTile + (kv + j) * kN);
+        hn::StoreU(c[r][j], df, scores + r * kKeys + (kv + j) * kN);
       }
     }
   }
@@ -110,19 +115,19 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
   const float minus_inf = -std::numeric_limits<float>::infinity();
   if (!full) {
     for (int r = 0; r < kRows; ++r) {
-      float* row = scores + r * kFlashTile;
+      float* row = scores + r * kKeys;
       std::fill(row, row + std::max<int64_t>(begin[r], 0), minus_inf);
-      std::fill(row + std::max(end[r], begin[r]), row + kFlashTile, minus_inf);
+      std::fill(row + std::max(end[r], begin[r]), row + kKeys, minus_inf);
     }
   }
   const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
   VF m_v[kRows], sum_v[kRows];
   for (int r = 0; r < kRows; ++r) {
     RowState& state = states[r];
-    float* row = scores + r * kFlashTile;
+    float* row = scores + r * kKeys;
     VF max_v = hn::Set(df, minus_inf);
     auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
-    for (int64_t t = 0; t < kFlashTile; t += kN) {
+    for (int64_t t = 0; t < kKeys; t += kN) {
       const VF s = hn::LoadU(df, row + t);
       max_v = hn::Max(max_v, s);
       bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
@@ -133,7 +138,7 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
       // may have kept or dropped them), so that the state stays free of NaN arithmetic.
       state.nan = true;
       tile_max = minus_inf;
-      for (int64_t t = 0; t < kFlashTile; ++t) {
+      for (int64_t t = 0; t < kKeys; ++t) {
         if (std::isnan(row[t])) row[t] = minus_inf;
         tile_max = std::max(tile_max, row[t]);
       }
@@ -154,10 +159,10 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
     sum_v[r] = hn::Zero(df);
   }
   // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
-  for (int64_t t = 0; t < kFlashTile; t += kN) {
+  for (int64_t t = 0; t < kKeys; t += kN) {
     HWY_UNROLL(6)
     for (int r = 0; r < kRows; ++r) {
-      float* at = scores + r * kFlashTile + t;
+      float* at = scores + r * kKeys + t;
       const VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, at), m_v[r]));
       hn::StoreU(p, df, at);
       sum_v[r] = hn::Add(sum_v[r], p);
@@ -183,7 +188,7 @@ HWY_INLINE void GroupValuePass(DF df, RowState* states, const float* p, const Va
     for (int j = 0; j < kDV; ++j) x[j] = hn::LoadU(df, v + j * kN);
     HWY_UNROLL(6)
     for (int r = 0; r < kRows; ++r) {
-      const VF w = hn::Set(df, p[r * kFlashTile + t]);
+      const VF w = hn::Set(df, p[r * kKeys + t]);
       HWY_UNROLL(4)
       for (int j = 0; j < kDV; ++j) c[r][j] = hn::MulAdd(w, x[j], c[r][j]);
     }
@@ -229,15 +234,15 @@ HWY_INLINE void RowValues(DF df, RowState& state, const float* p, const ValueRow
 
 // Rows [0, kRows) of a group (q rows of loop_dim floats, scaled and zero-padded) over one
 // tile; row r sees the keys [begin[r], end[r]) of it (possibly none). `scores`: kRows x
-// kFlashTile floats of scratch.
+// kKeys floats of scratch.
 template <int kRows>
 void GroupTile(DF df, const float* q, int64_t loop_dim, const float* kt, int64_t kt_stride,
                const ValueRows& values, const int64_t* begin, const int64_t* end,
                float* scores, RowState* states) {
   bool full = true;
-  int64_t common_begin = 0, common_end = kFlashTile;
+  int64_t common_begin = 0, common_end = kKeys;
   for (int r = 0; r < kRows; ++r) {
-    full = full && begin[r] == 0 && end[r] == kFlashTile;
+    full = full && begin[r] == 0 && end[r] == kKeys;
     common_begin = std::max(common_begin, begin[r]);
     common_end = std::min(common_end, end[r]);
   }
@@ -246,25 +251,25 @@ void GroupTile(DF df, const float* q, int64_t loop_dim, const float* kt, int64_t
   if (common_begin < common_end) {
     GroupValues<kRows>(df, states, scores, values, common_begin, common_end, loop_dim);
     for (int r = 0; r < kRows; ++r) {
-      const float* p = scores + r * kFlashTile;
+      const float* p = scores + r * kKeys;
       RowValues(df, states[r], p, values, begin[r], common_begin, loop_dim);
       RowValues(df, states[r], p, values, common_end, end[r], loop_dim);
     }
   } else {  // no key every row sees (a row of the group sees none, or windows barely overlap)
     for (int r = 0; r < kRows; ++r) {
-      RowValues(df, states[r], scores + r * kFlashTile, values, begin[r], end[r], loop_dim);
+      RowValues(df, states[r], scores + r * kKeys, values, begin[r], end[r], loop_dim);
     }
   }
 }
 
 // The block's keys, tile by tile, in groups of up to six rows (as even as possible). Row r
 // (its q scaled and zero-padded to loop_dim at q_rows + r * loop_dim) sees the keys
-// [lo[r], hi[r]). Scratch: `widened` holds kFlashTile x loop_dim floats (V rows that cannot
-// be read in place), `scores` kMaxBlockRows x kFlashTile.
+// [lo[r], hi[r]). Scratch: `widened` holds kKeys x loop_dim floats (V rows that cannot be
+// read in place).
 inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& block,
                          int64_t loop_dim, const int64_t* lo, const int64_t* hi,
-                         const float* q_rows, float* widened, float* scores,
-                         RowState* states) {
+                         const float* q_rows, float* widened, RowState* states) {
+  alignas(64) float scores[kMaxGroupRows * kKeys];  // one group's at a time
   const int64_t D = problem.shape.head_dim;
   const int64_t b = block.batch, kv_head = block.kv_head;
   const int R = block.num_rows;
@@ -279,8 +284,8 @@ inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& blo
                              problem.kt_stride;
   const bool v_in_place = problem.v.dtype == DType::kF32 && problem.v.stride[3] == 1 &&
                           D % static_cast<int64_t>(hn::Lanes(df)) == 0;
-  for (int64_t first = block.key_begin; first < block.key_end; first += kFlashTile) {
-    const int64_t count = std::min(kFlashTile, block.key_end - first);
+  for (int64_t first = block.key_begin; first < block.key_end; first += kKeys) {
+    const int64_t count = std::min(kKeys, block.key_end - first);
     // Row r sees the keys [begin[r], end[r]) of the tile (of its first `count`).
     int64_t begin[kMaxBlockRows], end[kMaxBlockRows];
     bool any_allowed = false;
@@ -307,34 +312,33 @@ inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& blo
     for (int g = 0, r0 = 0; g < groups; ++g) {
       const int rows = group_rows[g];
       const float* q = q_rows + r0 * loop_dim;
-      float* group_scores = scores + r0 * kFlashTile;
       const int64_t* row_begin = begin + r0;
       const int64_t* row_end = end + r0;
       RowState* row_states = states + r0;
       switch (rows) {
         case 1:
           GroupTile<1>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       group_scores, row_states);
+                       scores, row_states);
           break;
         case 2:
           GroupTile<2>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       group_scores, row_states);
+                       scores, row_states);
           break;
         case 3:
           GroupTile<3>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       group_scores, row_states);
+                       scores, row_states);
           break;
         case 4:
           GroupTile<4>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       group_scores, row_states);
+                       scores, row_states);
           break;
         case 5:
           GroupTile<5>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       group_scores, row_states);
+                       scores, row_states);
           break;
         default:
           GroupTile<6>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       group_scores, row_states);
+                       scores, row_states);
           break;
       }
       r0 += rows;

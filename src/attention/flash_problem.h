@@ -59,8 +59,9 @@ struct FlashProblem {
   // (b, kv_head, d, j) at k_transposed[((b * KH + kv_head) * PaddedDim(D) + d) * kt_stride + j],
   // zero for d >= D and j >= Skv. Null for decode.
   const float* k_transposed = nullptr;
-  // Skv rounded up to a multiple of kFlashTile, plus a cache line (16 floats) so that the
-  // rows of a tile do not share L1 sets when that is a power of two.
+  // Skv rounded up to a multiple of kFlashTile, plus a tile (the prefill kernel reads two
+  // tiles from any tile's start) and a cache line (16 floats, so that the rows of a tile do
+  // not share L1 sets when the rest is a power of two).
   int64_t kt_stride = 0;
 
   int64_t QueryPosition(int64_t b, int64_t i) const {
