@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -138,21 +139,28 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
     k_transposed.assign(shape.batch * shape.num_kv_heads * per_head + 16, 0.0f);
     const size_t misalignment = reinterpret_cast<uintptr_t>(k_transposed.data()) % 64;
     float* kt_base = k_transposed.data() + (misalignment == 0 ? 0 : (64 - misalignment) / 4);
+    // Tasks of kChunk keys of one (b, kv_head), so that a few KV heads spread evenly over
+    // the threads.
+    constexpr int64_t kChunk = 128;
+    const int64_t chunks = (shape.kv_len + kChunk - 1) / kChunk;
     SharedThreadPool(options.num_threads)
-        .ParallelFor(shape.batch * shape.num_kv_heads, [&](int64_t bk) {
+        .ParallelFor(shape.batch * shape.num_kv_heads * chunks, [&](int64_t task) {
+          const int64_t bk = task / chunks, chunk = task % chunks;
           const int64_t b = bk / shape.num_kv_heads, kv_head = bk % shape.num_kv_heads;
           float* out = kt_base + bk * per_head;
           // Runs of kKeys keys: each row of Kt takes a run of consecutive stores (a cache
           // line) per run, not a store per key kt_stride floats from the last one. f32 rows
           // with unit stride are read in place.
           constexpr int64_t kKeys = 16;
-          std::vector<float> widened(kKeys * shape.head_dim);
+          std::vector<float> widened;  // rows that cannot be read in place
           const float* rows[kKeys];
-          for (int64_t j0 = 0; j0 < shape.kv_len; j0 += kKeys) {
-            const int64_t n = std::min(kKeys, shape.kv_len - j0);
+          const int64_t chunk_end = std::min(shape.kv_len, (chunk + 1) * kChunk);
+          for (int64_t j0 = chunk * kChunk; j0 < chunk_end; j0 += kKeys) {
+            const int64_t n = std::min(kKeys, chunk_end - j0);
             for (int64_t t = 0; t < n; ++t) {
               rows[t] = p.k.F32Row(b, kv_head, j0 + t);
               if (rows[t] == nullptr) {
+                widened.resize(kKeys * shape.head_dim);
                 float* row = widened.data() + t * shape.head_dim;
                 p.k.ReadRow(b, kv_head, j0 + t, shape.head_dim, row);
                 rows[t] = row;
@@ -173,17 +181,21 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
     splits = few_blocks && shape.kv_len >= 512 ? options.num_threads : 1;
   }
   const int64_t padded = flash_internal::PaddedDim(shape.head_dim);
-  // Threads claim tasks in order: the costliest blocks (most rows x keys; causal prefill's
-  // last query rows) first, so that no thread is left alone with one at the end. Each task
-  // is computed by one thread whatever the order, so the results do not depend on it.
+  // Threads claim tasks in order: KV head after KV head (the threads share one head's K and
+  // V while they fit in their caches), and within one the costliest blocks (most rows x keys;
+  // causal prefill's last query rows) first, so that the last tasks are the cheapest and no
+  // thread is left alone with a long one. Each task is computed by one thread whatever the
+  // order, so the results do not depend on it.
   std::vector<int64_t> order(blocks.size());
   for (size_t blk = 0; blk < blocks.size(); ++blk) order[blk] = static_cast<int64_t>(blk);
   if (options.num_threads > 1) {
-    auto cost = [&](int64_t i) {
-      return blocks[i].num_rows * (blocks[i].key_end - blocks[i].key_begin);
+    auto key = [&](int64_t i) {
+      const RowBlock& block = blocks[i];
+      return std::make_tuple(block.batch, block.kv_head,
+                             -block.num_rows * (block.key_end - block.key_begin));
     };
     std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t x, int64_t y) { return cost(x) > cost(y); });
+                     [&](int64_t x, int64_t y) { return key(x) < key(y); });
   }
   auto process = [&](const RowBlock& block, RowState* row_states) {
     if (simd) {

@@ -4,14 +4,15 @@
 // (b, kv_head) by the driver (prefill), the keys a row may see are one range (default key
 // positions, no mask) and nothing is added to a score (no softcap, no ALiBi): PrefillTiles
 // walks the block's keys kKeys (two tiles) at a time and splits the rows into groups of up
-// to six
-// (GQA prefill: two query positions of a group of three heads, each K^T and V load serving
-// all six).
+// to six (GQA prefill: two query positions of a group of three heads, each K^T and V load
+// serving all six).
 //
 // Per group and kKeys keys (GroupTile):
 //   1. scores s[r][t] = <q_r * scale, k_t>: kRows rows x 2 vectors of keys (12 accumulators
 //      for six rows on AVX2's 16 registers) through all of D, each K^T vector load shared by
 //      the rows and each broadcast q element by two vectors of keys; no horizontal sums;
+//      keys past every row's range (a short last tile, causal prefill's diagonal) are neither
+//      scored nor weighed, in whole passes;
 //   2. keys outside row r's range [begin_r, end_r) of the tile become -inf (diagonal tiles of
 //      causal prefill, and the keys past a short last tile), then the online-softmax update
 //      of each row, the rows' Exp calls interleaved: m = max(m_old, max_t s_t); acc and l
@@ -68,15 +69,18 @@ struct ValueRows {
   const float* operator[](int64_t t) const { return first + t * stride; }
 };
 
-// scores[r * kKeys + t] = <q_r, k_t> for rows [0, kRows) and all kKeys keys of the
-// tile. `kt` points at K^T[0][first key]; row d of K^T is `kt_stride` floats further, and
-// zero past the keys (and for d >= D, as q is).
+// Vectors of keys per pass of the score kernel, and keys per pass.
+constexpr int kKV = kTileVectors >= 2 ? 2 : 1;
+static_assert(kTileVectors % kKV == 0);
+constexpr int64_t kScorePass = kKV * kN;
+
+// scores[r * kKeys + t] = <q_r, k_t> for rows [0, kRows) and the first `width` keys
+// (a multiple of kScorePass) of the tile. `kt` points at K^T[0][first key]; row d of K^T is
+// `kt_stride` floats further, and zero past the keys (and for d >= D, as q is).
 template <int kRows>
 HWY_INLINE void GroupScores(DF df, const float* q, int64_t loop_dim, const float* kt,
-                            int64_t kt_stride, float* scores) {
-  constexpr int kKV = kTileVectors >= 2 ? 2 : 1;
-  static_assert(kTileVectors % kKV == 0);
-  for (int64_t kv = 0; kv < kTileVectors; kv += kKV) {
+                            int64_t kt_stride, int64_t width, float* scores) {
+  for (int64_t kv = 0; kv < width / kN; kv += kKV) {
     VF c[kRows][kKV];
     HWY_UNROLL(6)
     for (int r = 0; r < kRows; ++r) {
@@ -105,19 +109,19 @@ HWY_INLINE void GroupScores(DF df, const float* q, int64_t loop_dim, const float
   }
 }
 
-// The online-softmax update of rows [0, kRows) over the tile, row r seeing keys
-// [begin[r], end[r]) of it (`full`: all rows see every key): other keys' scores become -inf,
-// each state is rescaled to its new running max and the scores are replaced by their
-// weights p_t = exp(s_t - m) (0 for -inf).
+// The online-softmax update of rows [0, kRows) over the first `width` keys of the tile
+// (every end[r] <= width), row r seeing keys [begin[r], end[r]) of it (`full`: all rows see
+// every key): other keys' scores become -inf, each state is rescaled to its new running max
+// and the scores are replaced by their weights p_t = exp(s_t - m) (0 for -inf).
 template <int kRows>
 HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_t* begin,
-                            const int64_t* end, bool full, int64_t loop_dim) {
+                            const int64_t* end, bool full, int64_t width, int64_t loop_dim) {
   const float minus_inf = -std::numeric_limits<float>::infinity();
   if (!full) {
     for (int r = 0; r < kRows; ++r) {
       float* row = scores + r * kKeys;
-      std::fill(row, row + std::max<int64_t>(begin[r], 0), minus_inf);
-      std::fill(row + std::max(end[r], begin[r]), row + kKeys, minus_inf);
+      std::fill(row, row + begin[r], minus_inf);
+      std::fill(row + std::max(end[r], begin[r]), row + width, minus_inf);
     }
   }
   const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
@@ -127,7 +131,7 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
     float* row = scores + r * kKeys;
     VF max_v = hn::Set(df, minus_inf);
     auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
-    for (int64_t t = 0; t < kKeys; t += kN) {
+    for (int64_t t = 0; t < width; t += kN) {
       const VF s = hn::LoadU(df, row + t);
       max_v = hn::Max(max_v, s);
       bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
@@ -138,7 +142,7 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
       // may have kept or dropped them), so that the state stays free of NaN arithmetic.
       state.nan = true;
       tile_max = minus_inf;
-      for (int64_t t = 0; t < kKeys; ++t) {
+      for (int64_t t = 0; t < width; ++t) {
         if (std::isnan(row[t])) row[t] = minus_inf;
         tile_max = std::max(tile_max, row[t]);
       }
@@ -159,7 +163,7 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
     sum_v[r] = hn::Zero(df);
   }
   // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
-  for (int64_t t = 0; t < kKeys; t += kN) {
+  for (int64_t t = 0; t < width; t += kN) {
     HWY_UNROLL(6)
     for (int r = 0; r < kRows; ++r) {
       float* at = scores + r * kKeys + t;
@@ -240,14 +244,18 @@ void GroupTile(DF df, const float* q, int64_t loop_dim, const float* kt, int64_t
                const ValueRows& values, const int64_t* begin, const int64_t* end,
                float* scores, RowState* states) {
   bool full = true;
-  int64_t common_begin = 0, common_end = kKeys;
+  int64_t common_begin = 0, common_end = kKeys, last_end = 0;
   for (int r = 0; r < kRows; ++r) {
     full = full && begin[r] == 0 && end[r] == kKeys;
     common_begin = std::max(common_begin, begin[r]);
     common_end = std::min(common_end, end[r]);
+    last_end = std::max(last_end, end[r]);
   }
-  GroupScores<kRows>(df, q, loop_dim, kt, kt_stride, scores);
-  GroupUpdate<kRows>(df, states, scores, begin, end, full, loop_dim);
+  // Keys past every row's range (a short last tile, the diagonal of causal prefill) are
+  // neither scored nor weighed, in whole passes of the score kernel.
+  const int64_t width = (last_end + kScorePass - 1) / kScorePass * kScorePass;
+  GroupScores<kRows>(df, q, loop_dim, kt, kt_stride, width, scores);
+  GroupUpdate<kRows>(df, states, scores, begin, end, full, width, loop_dim);
   if (common_begin < common_end) {
     GroupValues<kRows>(df, states, scores, values, common_begin, common_end, loop_dim);
     for (int r = 0; r < kRows; ++r) {
