@@ -14,39 +14,70 @@ namespace kvcheck::model {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Rows [r, r + kRows): the rows share each load of x, and each row keeps its own accumulator,
-// so a row's sum is the same (bit for bit) whatever kRows is: lane-wise over k, then across
-// lanes, then the tail.
-template <int kRows>
-HWY_INLINE void GemvBlock(const float* w, const float* x, int64_t r, int64_t cols, float* y) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  using V = hn::Vec<decltype(d)>;
-  V acc[kRows];
-  for (int i = 0; i < kRows; ++i) acc[i] = hn::Zero(d);
-  const float* w0 = w + r * cols;
-  int64_t k = 0;
-  for (; k + N <= cols; k += N) {
-    const V xv = hn::LoadU(d, x + k);
-    for (int i = 0; i < kRows; ++i) acc[i] = hn::MulAdd(hn::LoadU(d, w0 + i * cols + k), xv, acc[i]);
-  }
-  for (int i = 0; i < kRows; ++i) {
-    float s = hn::GetLane(hn::SumOfLanes(d, acc[i]));
-    for (int64_t t = k; t < cols; ++t) s += w0[i * cols + t] * x[t];
-    y[r + i] = s;
-  }
+// Dot product of one row with x into y: lane-wise over k, then across lanes, then the tail.
+// Every row's sum is computed in this order, alone or beside others (GemvSixRows), so a row's
+// bits do not depend on how the rows were grouped or split over threads.
+HWY_INLINE float RowTimesX(const float* row, const float* x, int64_t k_end, int64_t cols,
+                           float lanes_sum) {
+  for (int64_t t = k_end; t < cols; ++t) lanes_sum += row[t] * x[t];
+  return lanes_sum;
 }
 
-// Rows [begin, end), eight at a time. Eight rows in flight, not four: the product is
-// memory bound, and one core keeps more of its bandwidth busy with more independent streams
-// (a 50257 x 768 product measured 12-14 GB/s with four rows, 15-21 GB/s with eight, on the
-// 2-core AMD EPYC development VM, where a plain 8-stream sum read 23-25 GB/s).
+void GemvOneRow(const float* w, const float* x, int64_t r, int64_t cols, float* y) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const float* row = w + r * cols;
+  auto acc = hn::Zero(d);
+  int64_t k = 0;
+  for (; k + N <= cols; k += N) acc = hn::MulAdd(hn::LoadU(d, row + k), hn::LoadU(d, x + k), acc);
+  y[r] = RowTimesX(row, x, k, cols, hn::GetLane(hn::SumOfLanes(d, acc)));
+}
+
+// Rows first + i * stride, i = 0..5, sharing each load of x. Six named accumulators, not an
+// array: GCC kept an array of Highway vectors on the stack, and every multiply-add then
+// waited on a store and a reload (the product ran at 13-16 GB/s instead of 21 in place).
+void GemvSixRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
+                 float* y) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const float* r0 = w + first * cols;
+  const float* r1 = r0 + stride * cols;
+  const float* r2 = r1 + stride * cols;
+  const float* r3 = r2 + stride * cols;
+  const float* r4 = r3 + stride * cols;
+  const float* r5 = r4 + stride * cols;
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d);
+  auto a3 = hn::Zero(d), a4 = hn::Zero(d), a5 = hn::Zero(d);
+  int64_t k = 0;
+  for (; k + N <= cols; k += N) {
+    const auto xv = hn::LoadU(d, x + k);
+    a0 = hn::MulAdd(hn::LoadU(d, r0 + k), xv, a0);
+    a1 = hn::MulAdd(hn::LoadU(d, r1 + k), xv, a1);
+    a2 = hn::MulAdd(hn::LoadU(d, r2 + k), xv, a2);
+    a3 = hn::MulAdd(hn::LoadU(d, r3 + k), xv, a3);
+    a4 = hn::MulAdd(hn::LoadU(d, r4 + k), xv, a4);
+    a5 = hn::MulAdd(hn::LoadU(d, r5 + k), xv, a5);
+  }
+  y[first] = RowTimesX(r0, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a0)));
+  y[first + stride] = RowTimesX(r1, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
+  y[first + 2 * stride] = RowTimesX(r2, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a2)));
+  y[first + 3 * stride] = RowTimesX(r3, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a3)));
+  y[first + 4 * stride] = RowTimesX(r4, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a4)));
+  y[first + 5 * stride] = RowTimesX(r5, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a5)));
+}
+
+// Rows [begin, end) as six long streams: the range is cut in six parts and one row of each
+// is computed at a time, so the core reads six far-apart regions front to back. The product
+// is memory bound, and how it walks memory decides its speed: on a 50257 x 768 matrix, one
+// core of the 2-core AMD EPYC development VM read 12-15 GB/s with four adjacent rows at a
+// time (the hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight
+// adjacent rows, 17-23 with six far-apart rows, against 24-26 GB/s for a plain sum of the
+// same bytes as eight long streams (side by side in one microbenchmark, best of 15).
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y) {
-  int64_t r = begin;
-  for (; r + 8 <= end; r += 8) GemvBlock<8>(w, x, r, cols, y);
-  for (; r + 4 <= end; r += 4) GemvBlock<4>(w, x, r, cols, y);
-  for (; r < end; ++r) GemvBlock<1>(w, x, r, cols, y);
+  const int64_t part = (end - begin) / 6;
+  for (int64_t i = 0; i < part; ++i) GemvSixRows(w, x, begin + i, part, cols, y);
+  for (int64_t r = begin + 6 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
 }  // namespace HWY_NAMESPACE

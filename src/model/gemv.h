@@ -1,8 +1,8 @@
 // File: gemv.h
 // Matrix-vector product for decode steps: y[n] = sum_k w[n * cols + k] x[k], w row-major
-// [rows, cols]. Memory bound: every weight is read once per call, so the kernel keeps eight
-// row streams in flight with FMA accumulators (Highway, dynamic dispatch) and splits the rows
-// over threads. GemvScalar is the plain path beside it.
+// [rows, cols]. Memory bound: every weight is read once per call, so the kernel reads six
+// far-apart rows at a time, each a long front-to-back stream, with FMA accumulators (Highway,
+// dynamic dispatch), and splits the rows over threads. GemvScalar is the plain path beside it.
 //
 // Why not OpenBLAS sgemv: Debian's OpenBLAS 0.3.21 does not recognise every current CPU and
 // falls back to its SSE3 ("PRESCOTT") kernels, which measured at 14 tokens/s for the 124M
