@@ -6,7 +6,8 @@
 # the missing packages. Must run as root (or through sudo) when anything is missing.
 #
 #   tools/setup.sh             packages for building, testing and fuzzing
-#   tools/setup.sh --peers     also python3-torch, for the PyTorch peer benchmark only
+#   tools/setup.sh --peers     also python3-torch (the PyTorch peer) and cmake (to build the
+#                              ggml peer from a checkout you name), for the peer benchmarks only
 #   tools/setup.sh --browser   also chromium (~440 MB), for the manual test of report.html in
 #                              a browser only (bazel test //report:html_in_chromium_test)
 # The two flags combine.
@@ -31,7 +32,7 @@ packages=(
 )
 for flag in "$@"; do
   case "$flag" in
-    --peers) packages+=(python3-torch python3-numpy) ;;
+    --peers) packages+=(python3-torch python3-numpy cmake) ;;
     --browser) packages+=(chromium) ;;  # headless Chromium renders report.html
     *)
       echo "setup: unknown flag $flag (flags: --peers, --browser)" >&2
