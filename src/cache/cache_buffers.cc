@@ -120,6 +120,83 @@ void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot) {
   }
 }
 
+void WriteTokens(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
+                 const Tensor& v_buffer, int64_t slot, int64_t next_slot) {
+  const int64_t head_dim = k.dim(3);
+  const Dims& ks = k.strides();
+  const Dims& vs = v.strides();
+  const Dims& kbs = k_buffer.strides();
+  const Dims& vbs = v_buffer.strides();
+  const bool rows_contiguous =
+      head_dim == 1 || (ks[3] == 1 && vs[3] == 1 && kbs[3] == 1 && vbs[3] == 1);
+  if (k.dim(2) != 1 || !rows_contiguous) {
+    CopyTokens(k, 0, k.dim(2), k_buffer, slot);
+    CopyTokens(v, 0, v.dim(2), v_buffer, slot);
+    PrefetchSlotForWrite(k_buffer, next_slot);
+    PrefetchSlotForWrite(v_buffer, next_slot);
+    return;
+  }
+  // CopyTokens' checks, for both pairs at once.
+  const int64_t batch = k.dim(0), heads = k.dim(1), capacity = k_buffer.dim(2);
+  KV_CHECK(k.rank() == 4 && v.rank() == 4 && k_buffer.rank() == 4 && v_buffer.rank() == 4);
+  KV_CHECK(k.dtype() == k_buffer.dtype() && v.dtype() == k.dtype() && v_buffer.dtype() == k.dtype());
+  KV_CHECK(k_buffer.dim(0) == batch && k_buffer.dim(1) == heads && k_buffer.dim(3) == head_dim);
+  KV_CHECK(v.dim(0) == batch && v.dim(1) == heads && v.dim(2) == 1 && v.dim(3) == head_dim);
+  KV_CHECK(v_buffer.dim(0) == batch && v_buffer.dim(1) == heads && v_buffer.dim(2) == capacity &&
+           v_buffer.dim(3) == head_dim);
+  KV_CHECK(slot >= 0 && slot < capacity);
+  // Byte offsets in locals: memcpy may write anywhere as far as the compiler knows, so
+  // strides read through the tensors would be read again after every row.
+  const int64_t size = DTypeSize(k.dtype());
+  const size_t row_bytes = static_cast<size_t>(head_dim * size);
+  const int64_t k_from_batch = ks[0] * size, k_from_head = ks[1] * size;
+  const int64_t v_from_batch = vs[0] * size, v_from_head = vs[1] * size;
+  const int64_t k_to_batch = kbs[0] * size, k_to_head = kbs[1] * size, k_to_slot = kbs[2] * size;
+  const int64_t v_to_batch = vbs[0] * size, v_to_head = vbs[1] * size, v_to_slot = vbs[2] * size;
+  const std::byte* const k_from = k.storage()->bytes() + k.layout().offset() * size;
+  const std::byte* const v_from = v.storage()->bytes() + v.layout().offset() * size;
+  std::byte* const k_to = k_buffer.storage()->bytes() + k_buffer.layout().offset() * size +
+                          slot * k_to_slot;
+  std::byte* const v_to = v_buffer.storage()->bytes() + v_buffer.layout().offset() * size +
+                          slot * v_to_slot;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      std::memcpy(k_to + b * k_to_batch + h * k_to_head, k_from + b * k_from_batch + h * k_from_head,
+                  row_bytes);
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      std::memcpy(v_to + b * v_to_batch + h * v_to_head, v_from + b * v_from_batch + h * v_from_head,
+                  row_bytes);
+    }
+  }
+  if (next_slot < 0 || next_slot >= capacity) return;
+  // PrefetchSlotForWrite's lines (rows contiguous: a row is row_bytes long).
+  const std::byte* const k_next = k_to + (next_slot - slot) * k_to_slot;
+  const std::byte* const v_next = v_to + (next_slot - slot) * v_to_slot;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const std::byte* k_row = k_next + b * k_to_batch + h * k_to_head;
+      const std::byte* v_row = v_next + b * v_to_batch + h * v_to_head;
+      for (size_t offset = 0; offset < row_bytes; offset += 64) {
+        __builtin_prefetch(k_row + offset, /*rw=*/1, /*locality=*/3);
+        __builtin_prefetch(v_row + offset, /*rw=*/1, /*locality=*/3);
+      }
+    }
+  }
+}
+
+absl::StatusOr<CacheView> NarrowedView(const Tensor& k_buffer, const Tensor& v_buffer,
+                                       int64_t length) {
+  // All three members given: a parenthesised aggregate initialisation that leaves one out
+  // zero-fills the whole CacheView first (GCC 12), stores the copies then overwrite.
+  absl::StatusOr<CacheView> view(absl::in_place, k_buffer, v_buffer, std::vector<int64_t>());
+  view->k.Narrow(2, 0, length);
+  view->v.Narrow(2, 0, length);
+  return view;
+}
+
 void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
                     int64_t window) {
   const int64_t seq = chunk.dim(2);

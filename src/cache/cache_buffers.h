@@ -46,6 +46,12 @@ int64_t SlotBytes(const KvShape& shape);
 absl::StatusOr<int64_t> GrownCapacity(const char* strategy, int64_t capacity, int64_t initial,
                                       int64_t needed, int64_t slot_bytes, int64_t budget);
 
+// The ring slot of position p >= 0: p % window, without the 64-bit division (tens of cycles,
+// twice per decode step) while p < window, i.e. until the ring wraps.
+inline int64_t RingSlot(int64_t position, int64_t window) {
+  return position < window ? position : position % window;
+}
+
 // The position held by ring slot `slot` once `length` >= window tokens were appended: the
 // unique p in [length - window, length) with p % window == slot.
 inline int64_t RingSlotPosition(int64_t slot, int64_t length, int64_t window) {
@@ -68,6 +74,23 @@ void CopyTokens(const Tensor& src, int64_t src_first, int64_t count, const Tenso
 // (locked instructions) wait for pending stores, so without the prefetch every append pays a
 // full memory round trip. A no-op if slot is out of range.
 void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot);
+
+// A step's write: tokens [0, S) of `k` and `v` (B, KH, S, D) into slots [slot, slot + S) of
+// `k_buffer` and `v_buffer` (B, KH, Cap, D), then PrefetchSlotForWrite(next_slot) on both.
+// The decode step (S == 1, each row contiguous on both sides) takes one pass: the layouts
+// are read once, and K's and V's rows are copied and the next slot's lines prefetched in the
+// loops the floor of bench/cache_append_benchmark.cc runs; anything else is CopyTokens.
+// REQUIRES: as CopyTokens, for K and for V.
+void WriteTokens(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
+                 const Tensor& v_buffer, int64_t slot, int64_t next_slot);
+
+// The view of slots [0, length) of the K and V buffers (B, KH, Cap, D), with no position
+// table, built where the caller receives it: each buffer's tensor is copied once, straight
+// into the returned view, and narrowed there. Strategies return it as a prvalue (or as their
+// one named StatusOr), so a decode step's view is never moved on its way to the caller.
+// REQUIRES: both buffers rank 4 with at least `length` slots.
+absl::StatusOr<CacheView> NarrowedView(const Tensor& k_buffer, const Tensor& v_buffer,
+                                       int64_t length);
 
 // Writes the last min(S, W) tokens of `chunk` (.., S, D) into the ring `buffer` (.., W, D)
 // along dimension 2, token at position p into slot p % W, given `length_before` tokens were

@@ -50,10 +50,7 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
     // The common step: write in place (validated shapes: the copies cannot fail), then start
     // fetching the position row the next step writes.
-    cache_internal::CopyTokens(k, 0, k.dim(2), k_half_, length);
-    cache_internal::CopyTokens(v, 0, v.dim(2), v_half_, length);
-    cache_internal::PrefetchSlotForWrite(k_half_, needed);
-    cache_internal::PrefetchSlotForWrite(v_half_, needed);
+    cache_internal::WriteTokens(k, v, k_half_, v_half_, length, needed);
     return absl::OkStatus();
   }
   Tensor target = buffer_;
@@ -94,7 +91,7 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
 absl::StatusOr<CacheView> InterleavedCache::DoView() const {
   const int64_t length = seq_len();
   if (buffer_.rank() != 4) return CacheView{};
-  return CacheView{k_half_.Narrowed(2, 0, length), v_half_.Narrowed(2, 0, length), {}};
+  return cache_internal::NarrowedView(k_half_, v_half_, length);
 }
 
 Tensor InterleavedCache::InterleavedView() const { return buffer_.Narrowed(1, 0, seq_len()); }

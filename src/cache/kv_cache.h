@@ -146,6 +146,22 @@ class KvCache {
   CacheCounters counters_;
 
  private:
+  // True when (k, v, active) passes every check of AppendActive and appends S > 0 tokens to
+  // every row of a cache whose shape is fixed: the decode step, checked in a few compares
+  // before the full validation (which an input that is not such a step goes through).
+  bool IsNextStep(const Tensor& k, const Tensor& v, absl::Span<const bool> active) const;
+  // The checks of AppendActive, in the order that decides which error an input gets.
+  absl::Status Validate(const Tensor& k, const Tensor& v, absl::Span<const bool> active) const;
+  // DoAppend, then AdvanceAndView; `first`: the shape was fixed by this append (a failure
+  // clears it again).
+  absl::StatusOr<CacheView> Commit(const Tensor& k, const Tensor& v,
+                                   absl::Span<const bool> active, bool first);
+  // Advances the active rows by S and returns DoView, restoring the lengths and counters if
+  // the view fails. Every return returns one named StatusOr, so the view is built where the
+  // caller receives it (no move of the CacheView on the way out).
+  absl::StatusOr<CacheView> AdvanceAndView(int64_t seq, absl::Span<const bool> active,
+                                           bool first);
+
   std::optional<KvShape> shape_;
   std::vector<int64_t> row_lengths_;
 };

@@ -35,10 +35,7 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
     // The common decode step: write in place, nothing to allocate or copy. Shapes were
     // validated by KvCache::AppendActive, so the copies cannot fail (and check that).
-    cache_internal::CopyTokens(k, 0, k.dim(2), k_buffer_, length);
-    cache_internal::CopyTokens(v, 0, v.dim(2), v_buffer_, length);
-    cache_internal::PrefetchSlotForWrite(k_buffer_, needed);
-    cache_internal::PrefetchSlotForWrite(v_buffer_, needed);
+    cache_internal::WriteTokens(k, v, k_buffer_, v_buffer_, length, needed);
     return absl::OkStatus();
   }
   // New buffers: first allocation, geometric growth, or copy-on-write after a Fork. The work
@@ -74,8 +71,7 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
 }
 
 absl::StatusOr<CacheView> PreallocCache::DoView() const {
-  const int64_t length = seq_len();
-  return CacheView{k_buffer_.Narrowed(2, 0, length), v_buffer_.Narrowed(2, 0, length), {}};
+  return cache_internal::NarrowedView(k_buffer_, v_buffer_, seq_len());
 }
 
 void PreallocCache::DoReset() {

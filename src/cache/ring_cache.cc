@@ -12,7 +12,6 @@
 namespace kvcheck {
 
 using cache_internal::AllocateBuffer;
-using cache_internal::RingSlotPosition;
 using cache_internal::WriteRingChunk;
 
 absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& config) {
@@ -32,10 +31,15 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
                                  absl::Span<const bool> /*active: all rows*/) {
   const KvShape& shape = *this->shape();
   const int64_t length = seq_len();
-  const int64_t next_slot = (length + k.dim(2)) % window_;
+  const int64_t next_slot = cache_internal::RingSlot(length + k.dim(2), window_);
   if (k_buffer_.rank() == 4 && !share_.shared()) {
     // The common step: write in place (validated shapes: the copies cannot fail), then start
     // fetching the slot the next step writes.
+    if (k.dim(2) == 1) {  // a decode step: one slot, no wrap inside the chunk
+      cache_internal::WriteTokens(k, v, k_buffer_, v_buffer_,
+                                  cache_internal::RingSlot(length, window_), next_slot);
+      return absl::OkStatus();
+    }
     WriteRingChunk(k_buffer_, k, length, window_);
     WriteRingChunk(v_buffer_, v, length, window_);
     cache_internal::PrefetchSlotForWrite(k_buffer_, next_slot);
@@ -71,14 +75,20 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
 absl::StatusOr<CacheView> RingCache::DoView() const {
   const int64_t length = seq_len();
   const int64_t visible = std::min(length, window_);
-  CacheView view;
-  view.k = k_buffer_.Narrowed(2, 0, visible);
-  view.v = v_buffer_.Narrowed(2, 0, visible);
+  absl::StatusOr<CacheView> view = cache_internal::NarrowedView(k_buffer_, v_buffer_, visible);
   if (length <= window_) return view;  // not wrapped yet: slot j holds position j
-  view.positions.resize(shape()->batch * visible);
+  // Wrapped (visible == W): the oldest visible position, first = length - W, is in slot
+  // first % W; the slots from there to the end hold first, first + 1, ..., and the slots
+  // before it the positions after those (cache_internal::RingSlotPosition, without a modulo
+  // per slot).
+  const int64_t first = length - window_;
+  const int64_t oldest_slot = first % window_;
+  std::vector<int64_t>& positions = view->positions;
+  positions.resize(shape()->batch * visible);
   for (int64_t b = 0; b < shape()->batch; ++b) {
+    int64_t* row = positions.data() + b * visible;
     for (int64_t slot = 0; slot < visible; ++slot) {
-      view.positions[b * visible + slot] = RingSlotPosition(slot, length, window_);
+      row[slot] = first + slot - oldest_slot + (slot < oldest_slot ? window_ : 0);
     }
   }
   return view;

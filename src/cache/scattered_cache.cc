@@ -31,9 +31,11 @@ std::unique_ptr<KvCache> ScatteredCache::Fork() const {
 absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
                                       absl::Span<const bool> active) {
   const KvShape& shape = *this->shape();
-  Tensor k_target = k_buffer_, v_target = v_buffer_;
-  CacheCounters counters = counters_;
   if (k_buffer_.rank() != 4 || share_.shared()) {
+    // First append, or copy-on-write after a Fork: new buffers, built on locals; the members
+    // change only once nothing can fail, and the writes below cannot.
+    Tensor k_target, v_target;
+    CacheCounters counters = counters_;
     const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
     KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
         name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
@@ -44,6 +46,11 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
       KV_RETURN_IF_ERROR(CopyInto(v_target, v_buffer_));
       counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
     }
+    share_.Clear();
+    k_buffer_ = std::move(k_target);
+    v_buffer_ = std::move(v_target);
+    counters_ = counters;
+    counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   }
   // Rows are disjoint slices of the buffer: write each active row into its own ring. Shapes
   // were validated, so neither the views nor the copies can fail. When every row is active
@@ -53,24 +60,26 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
     together = together && (active.empty() || active[b]) && row_seq_len(b) == row_seq_len(0);
   }
   if (together) {
-    WriteRingChunk(k_target, k, row_seq_len(0), window_);
-    WriteRingChunk(v_target, v, row_seq_len(0), window_);
-    // The slot the next token goes to, as the preallocating caches do: its stores would
-    // otherwise wait for the cold line in the next append.
-    const int64_t next = (row_seq_len(0) + k.dim(2)) % window_;
-    cache_internal::PrefetchSlotForWrite(k_target, next);
-    cache_internal::PrefetchSlotForWrite(v_target, next);
+    // The slot the next token goes to is prefetched, as the preallocating caches do: its
+    // stores would otherwise wait for the cold line in the next append.
+    const int64_t length = row_seq_len(0);
+    const int64_t next = cache_internal::RingSlot(length + k.dim(2), window_);
+    if (k.dim(2) == 1) {  // a decode step: one slot, no wrap inside the chunk
+      cache_internal::WriteTokens(k, v, k_buffer_, v_buffer_,
+                                  cache_internal::RingSlot(length, window_), next);
+      return absl::OkStatus();
+    }
+    WriteRingChunk(k_buffer_, k, length, window_);
+    WriteRingChunk(v_buffer_, v, length, window_);
+    cache_internal::PrefetchSlotForWrite(k_buffer_, next);
+    cache_internal::PrefetchSlotForWrite(v_buffer_, next);
+    return absl::OkStatus();
   }
-  for (int64_t b = 0; b < shape.batch && !together; ++b) {
+  for (int64_t b = 0; b < shape.batch; ++b) {
     if (!active.empty() && !active[b]) continue;
-    WriteRingChunk(k_target.Narrowed(0, b, 1), k.Narrowed(0, b, 1), row_seq_len(b), window_);
-    WriteRingChunk(v_target.Narrowed(0, b, 1), v.Narrowed(0, b, 1), row_seq_len(b), window_);
+    WriteRingChunk(k_buffer_.Narrowed(0, b, 1), k.Narrowed(0, b, 1), row_seq_len(b), window_);
+    WriteRingChunk(v_buffer_.Narrowed(0, b, 1), v.Narrowed(0, b, 1), row_seq_len(b), window_);
   }
-  if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
-  k_buffer_ = std::move(k_target);
-  v_buffer_ = std::move(v_target);
-  counters_ = counters;
-  counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   return absl::OkStatus();
 }
 
@@ -82,17 +91,16 @@ absl::StatusOr<CacheView> ScatteredCache::DoView() const {
     visible = std::max(visible, std::min(row_seq_len(b), window_));
     same_lengths = same_lengths && row_seq_len(b) == row_seq_len(0);
   }
-  CacheView view;
-  view.k = k_buffer_.Narrowed(2, 0, visible);
-  view.v = v_buffer_.Narrowed(2, 0, visible);
+  absl::StatusOr<CacheView> view = cache_internal::NarrowedView(k_buffer_, v_buffer_, visible);
   // Every row as long as the others and not wrapped: slot j holds position j everywhere, which
   // an empty table says (kv_cache.h) without a per-append O(length) table.
   if (same_lengths && row_seq_len(0) <= window_) return view;
-  view.positions.assign(batch * visible, -1);
+  std::vector<int64_t>& positions = view->positions;
+  positions.assign(batch * visible, -1);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = row_seq_len(b);
     for (int64_t slot = 0; slot < std::min(length, window_); ++slot) {
-      view.positions[b * visible + slot] =
+      positions[b * visible + slot] =
           length < window_ ? slot : RingSlotPosition(slot, length, window_);
     }
   }

@@ -69,9 +69,12 @@ class Tensor {
   // REQUIRES: 0 <= dim < rank(), 0 <= start, 0 <= length, start + length <= dim(dim) (checked).
   Tensor Narrowed(int dim, int64_t start, int64_t length) const {
     Tensor view = *this;
-    view.layout_.Narrow(dim, start, length);
+    view.Narrow(dim, start, length);
     return view;
   }
+  // The same, in place: a cache copies its buffer's tensor straight into the view it returns
+  // and narrows it there, so a decode step copies each layout once.
+  void Narrow(int dim, int64_t start, int64_t length) { layout_.Narrow(dim, start, length); }
 
   // A contiguous tensor with new storage and the same element bits (an empty tensor keeps its
   // layout over new empty storage: its row-major strides may not be representable).
