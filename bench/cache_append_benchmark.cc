@@ -1,12 +1,13 @@
 // The seed document's append experiment: a SmolLM2-like stack of 30 layers, 3 KV heads, head
 // dim 64, f32; prefill 128 positions, then 200 decode steps of one token into every layer.
-// Reports the time per decode step (all 30 layers) for each registered strategy, next to the
-// floor for an append (the faster of a plain and a prefetching copy of the same bytes into the
-// same places), and the bytes each step writes.
+// Reports the time per decode step (all 30 layers) for each registered strategy, next to its
+// floor (the faster of a plain and a prefetching copy of the same bytes into the same slots
+// of the same strategy's buffers), and the bytes each step writes.
 //
 //   bazel run --config=opt //bench:cache_append_benchmark
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/machine_context.h"
@@ -47,19 +48,28 @@ void ReportPerStep(benchmark::State& state) {
   state.SetBytesProcessed(kBytesPerStep * kDecodeSteps * state.iterations());
 }
 
-void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy) {
-  CacheConfig config = strategy->default_config;
+// A strategy's 30 caches, each prefilled with 128 positions, and the views the prefill returned.
+std::vector<std::unique_ptr<KvCache>> PrefilledLayers(const CacheStrategy& strategy,
+                                                      std::vector<CacheView>* views) {
+  CacheConfig config = strategy.default_config;
   config.initial_capacity = 512;
-  if (strategy->windowed) config.window = 4096;  // no wrap: the same work as the others
+  if (strategy.windowed) config.window = 4096;
   const Tensor prefill_k = Filled(kPrefill, 1.0f), prefill_v = Filled(kPrefill, 2.0f);
+  std::vector<std::unique_ptr<KvCache>> layers;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    layers.push_back(*strategy.create(config));
+    views->push_back(*layers.back()->Append(prefill_k, prefill_v));
+  }
+  return layers;
+}
+
+void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy) {
   const Tensor step_k = Filled(1, 3.0f), step_v = Filled(1, 4.0f);
   for (auto _ : state) {
     state.PauseTiming();
-    std::vector<std::unique_ptr<KvCache>> layers;
-    for (int64_t l = 0; l < kLayers; ++l) {
-      layers.push_back(*strategy->create(config));
-      if (!layers.back()->Append(prefill_k, prefill_v).ok()) state.SkipWithError("prefill");
-    }
+    std::vector<CacheView> prefill_views;
+    std::vector<std::unique_ptr<KvCache>> layers = PrefilledLayers(*strategy, &prefill_views);
+    prefill_views.clear();  // a model keeps no view across steps
     EvictCaches();
     state.ResumeTiming();
     for (int64_t step = 0; step < kDecodeSteps; ++step) {
@@ -75,28 +85,24 @@ void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy) {
   ReportPerStep(state);
 }
 
-// The floor: the same bytes copied row by row (one 256-byte row per head) into the same
-// places, with no bookkeeping: the buffers of freshly prefilled prealloc caches, made
-// (untimed) exactly as for BM_AppendDecode, so both write into memory in the same state.
-// Two copies, and the floor is the faster: a plain memcpy, and one that also prefetches, for
-// writing, the rows the next step will write (what the preallocating caches do), since a
-// cold row's stores otherwise stall the next instructions and a copy that does not prefetch
-// is not a floor for one that does.
-void CopySameBytes(benchmark::State& state, bool prefetch_next) {
-  const CacheStrategy* prealloc = FindCacheStrategy("prealloc");
-  const Tensor prefill_k = Filled(kPrefill, 1.0f), prefill_v = Filled(kPrefill, 2.0f);
+// A strategy's floor: the same bytes copied row by row (one 256-byte row per head) into the
+// same slots of the same buffers, with no bookkeeping: the buffers of that strategy's
+// freshly prefilled caches (prealloc's (1, KH, capacity, D) buffers, ring's and scattered's
+// 4096-slot ones, interleaved's (1, capacity, KH, 2D) one), so both write into memory of the
+// same layout in the same state. Position p lives in slot p in all four until a ring wraps
+// (it does not here). Two copies, and the floor is the faster: a plain memcpy, and one that
+// also prefetches, for writing, the rows the next step will write (what the caches do), since
+// a cold row's stores otherwise stall the next instructions and a copy that does not
+// prefetch is not a floor for one that does.
+void BM_CopySameBytes(benchmark::State& state, const CacheStrategy* strategy, bool prefetch_next) {
   const std::vector<float> k_row(kKvHeads * kHeadDim, 3.0f), v_row(kKvHeads * kHeadDim, 4.0f);
   for (auto _ : state) {
     state.PauseTiming();
-    std::vector<std::unique_ptr<KvCache>> layers;
     std::vector<CacheView> views;
-    for (int64_t l = 0; l < kLayers; ++l) {
-      layers.push_back(*prealloc->create({.initial_capacity = 512}));
-      views.push_back(*layers.back()->Append(prefill_k, prefill_v));
-    }
-    // Row (h, position) of a (1, KH, Cap, D) buffer whose view starts at `base`.
-    auto row = [](const Tensor& view, int64_t h, int64_t position) {
-      return view.data<float>() + h * view.strides()[1] + position * view.strides()[2];
+    std::vector<std::unique_ptr<KvCache>> layers = PrefilledLayers(*strategy, &views);
+    // Row (h, slot) of a (1, KH, slots, D) view (strided for interleaved's halves).
+    auto row = [](const Tensor& view, int64_t h, int64_t slot) {
+      return view.data<float>() + h * view.strides()[1] + slot * view.strides()[2];
     };
     const size_t row_bytes = views[0].k.dim(3) * sizeof(float);  // a run-time size
     EvictCaches();
@@ -129,16 +135,24 @@ void CopySameBytes(benchmark::State& state, bool prefetch_next) {
   ReportPerStep(state);
 }
 
-void BM_MemcpySameBytes(benchmark::State& state) { CopySameBytes(state, false); }
-void BM_PrefetchingCopySameBytes(benchmark::State& state) { CopySameBytes(state, true); }
-
-BENCHMARK(BM_PrefetchingCopySameBytes)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MemcpySameBytes)->Unit(benchmark::kMicrosecond);
+// The strategies that append into buffers a view points into; concat's and paged's views
+// are new copies (of the whole history), so no copy of one row into "the same slots" exists.
+bool WritesInPlace(const CacheStrategy& strategy) {
+  const std::string name = strategy.name;
+  return name == "prealloc" || name == "ring" || name == "interleaved" || name == "scattered";
+}
 
 const bool registered = [] {
   for (const CacheStrategy& strategy : CacheStrategies()) {
-    benchmark::RegisterBenchmark((std::string("BM_AppendDecode/") + strategy.name).c_str(),
-                                 BM_AppendDecode, &strategy)
+    const std::string name = strategy.name;
+    benchmark::RegisterBenchmark(("BM_AppendDecode/" + name).c_str(), BM_AppendDecode, &strategy)
+        ->Unit(benchmark::kMicrosecond);
+    if (!WritesInPlace(strategy)) continue;
+    benchmark::RegisterBenchmark(("BM_Floor/" + name + "/prefetching_copy").c_str(),
+                                 BM_CopySameBytes, &strategy, true)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("BM_Floor/" + name + "/memcpy").c_str(), BM_CopySameBytes,
+                                 &strategy, false)
         ->Unit(benchmark::kMicrosecond);
   }
   return true;
