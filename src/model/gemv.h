@@ -4,10 +4,10 @@
 // far-apart rows at a time, each a long front-to-back stream, with FMA accumulators (Highway,
 // dynamic dispatch), and splits the rows over threads. GemvScalar is the plain path beside it.
 //
-// Why not OpenBLAS sgemv: Debian's OpenBLAS 0.3.21 does not recognise every current CPU and
-// falls back to its SSE3 ("PRESCOTT") kernels, which measured at 14 tokens/s for the 124M
-// model on this machine's single thread, where this kernel reaches the bandwidth limit
-// (bench/generation_benchmark.cc).
+// Why not OpenBLAS sgemv: Debian's OpenBLAS 0.3.21 does not recognise every current CPU; on
+// one development VM it fell back to its SSE3 ("PRESCOTT") kernels, 14 tokens/s for the 124M
+// model on one thread (bench/generation_benchmark.cc), and how a memory-bound product walks
+// memory is worth owning (see GemvRowsImpl).
 #ifndef KVCHECK_SRC_MODEL_GEMV_H_
 #define KVCHECK_SRC_MODEL_GEMV_H_
 
