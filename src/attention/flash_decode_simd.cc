@@ -35,6 +35,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_decode_scores-inl.h"
+#include "src/attention/flash_tile_max-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -68,31 +69,10 @@ constexpr bool kExactF16InRegisters = false;
 // interleaved: independent chains for the pipelines, and each constant loaded once for all.
 template <int kRows>
 void UpdateDenseRows(DF df, RowState* states, float* scores, int64_t loop_dim) {
-  const float minus_inf = -std::numeric_limits<float>::infinity();
-  const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
   VF m_v[kRows], sum_v[kRows];
   for (int r = 0; r < kRows; ++r) {
     RowState& state = states[r];
-    float* row = scores + r * kTile;
-    VF max_v = hn::Set(df, minus_inf);
-    auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
-    for (int64_t t = 0; t < kTile; t += kN) {
-      const VF s = hn::Load(df, row + t);
-      max_v = hn::Max(max_v, s);
-      bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
-    }
-    float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v));
-    if (HWY_UNLIKELY(!hn::AllFalse(df, bad))) {
-      // A NaN or +inf score: the row's output is NaN. NaN scores weigh 0 from here on (Max
-      // may have kept or dropped them), so that the state stays free of NaN arithmetic.
-      state.nan = true;
-      tile_max = minus_inf;
-      for (int64_t t = 0; t < kTile; ++t) {
-        if (std::isnan(row[t])) row[t] = minus_inf;
-        tile_max = std::max(tile_max, row[t]);
-      }
-    }
-    // No NaN among the maxima here: std::max is fmax.
+    const float tile_max = TileMaxMarkingNan(df, state, scores + r * kTile, kTile);
     if (tile_max > state.max) {
       // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf).
       const float alpha = std::exp(state.max - tile_max);

@@ -41,6 +41,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_problem.h"
+#include "src/attention/flash_tile_max-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -124,30 +125,10 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
       std::fill(row + std::max(end[r], begin[r]), row + width, minus_inf);
     }
   }
-  const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
   VF m_v[kRows], sum_v[kRows];
   for (int r = 0; r < kRows; ++r) {
     RowState& state = states[r];
-    float* row = scores + r * kKeys;
-    VF max_v = hn::Set(df, minus_inf);
-    auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
-    for (int64_t t = 0; t < width; t += kN) {
-      const VF s = hn::LoadU(df, row + t);
-      max_v = hn::Max(max_v, s);
-      bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
-    }
-    float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v));
-    if (HWY_UNLIKELY(!hn::AllFalse(df, bad))) {
-      // A NaN or +inf score: the row's output is NaN. NaN scores weigh 0 from here on (Max
-      // may have kept or dropped them), so that the state stays free of NaN arithmetic.
-      state.nan = true;
-      tile_max = minus_inf;
-      for (int64_t t = 0; t < width; ++t) {
-        if (std::isnan(row[t])) row[t] = minus_inf;
-        tile_max = std::max(tile_max, row[t]);
-      }
-    }
-    // No NaN among the maxima here: std::max is fmax.
+    const float tile_max = TileMaxMarkingNan(df, state, scores + r * kKeys, width);
     if (tile_max > state.max) {
       // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf), with the
       // vector Exp of the weights (no libm call per row and tile).
