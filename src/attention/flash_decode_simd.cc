@@ -35,7 +35,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_decode_scores-inl.h"
-#include "src/attention/flash_tile_max-inl.h"
+#include "src/attention/flash_online_softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -62,42 +62,6 @@ constexpr bool kExactF16InRegisters = true;
 #else
 constexpr bool kExactF16InRegisters = false;
 #endif
-
-// The online-softmax update of rows [0, kRows) over a tile every key of which they may see:
-// rescales each state to its new running max and replaces the scores by their weights
-// p_t = exp(s_t - m) (0 for the -inf past the tile's keys). The rows' Exp calls are
-// interleaved: independent chains for the pipelines, and each constant loaded once for all.
-template <int kRows>
-void UpdateDenseRows(DF df, RowState* states, float* scores, int64_t loop_dim) {
-  VF m_v[kRows], sum_v[kRows];
-  for (int r = 0; r < kRows; ++r) {
-    RowState& state = states[r];
-    const float tile_max = TileMaxMarkingNan(df, state, scores + r * kTile, kTile);
-    if (tile_max > state.max) {
-      // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf).
-      const float alpha = std::exp(state.max - tile_max);
-      const VF alpha_v = hn::Set(df, alpha);
-      for (int64_t d = 0; d < loop_dim; d += kN) {
-        hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
-      }
-      state.sum *= alpha;
-      state.max = tile_max;
-    }
-    m_v[r] = hn::Set(df, state.max);
-    sum_v[r] = hn::Zero(df);
-  }
-  // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
-  for (int64_t t = 0; t < kTile; t += kN) {
-    HWY_UNROLL(4)
-    for (int r = 0; r < kRows; ++r) {
-      float* at = scores + r * kTile + t;
-      const VF p = hn::Exp(df, hn::Sub(hn::Load(df, at), m_v[r]));
-      hn::Store(p, df, at);
-      sum_v[r] = hn::Add(sum_v[r], p);
-    }
-  }
-  for (int r = 0; r < kRows; ++r) states[r].sum += hn::GetLane(hn::SumOfLanes(df, sum_v[r]));
-}
 
 // Independent multiply-add chains that keep both FMA units busy through their 4-cycle latency.
 constexpr int kMinChains = 8;
@@ -172,7 +136,8 @@ HWY_INLINE void GroupTile(DF df, const float* q, int64_t loop_dim, const Rows<T>
                           const Rows<T>& values, int64_t count, const Rows<T>* prefetch,
                           int64_t prefetch_bytes, float* scores, RowState* states) {
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
-  UpdateDenseRows<kRows>(df, states, scores, loop_dim);
+  // Every key of the tile is one all rows may see (-inf past the tile's keys).
+  UpdateRows<kRows>(df, states, scores, kTile, kTile, loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
 }
 

@@ -41,7 +41,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_problem.h"
-#include "src/attention/flash_tile_max-inl.h"
+#include "src/attention/flash_online_softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -125,35 +125,7 @@ HWY_INLINE void GroupUpdate(DF df, RowState* states, float* scores, const int64_
       std::fill(row + std::max(end[r], begin[r]), row + width, minus_inf);
     }
   }
-  VF m_v[kRows], sum_v[kRows];
-  for (int r = 0; r < kRows; ++r) {
-    RowState& state = states[r];
-    const float tile_max = TileMaxMarkingNan(df, state, scores + r * kKeys, width);
-    if (tile_max > state.max) {
-      // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf), with the
-      // vector Exp of the weights (no libm call per row and tile).
-      const VF alpha_v = hn::Exp(df, hn::Set(df, state.max - tile_max));
-      const float alpha = hn::GetLane(alpha_v);
-      for (int64_t d = 0; d < loop_dim; d += kN) {
-        hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
-      }
-      state.sum *= alpha;
-      state.max = tile_max;
-    }
-    m_v[r] = hn::Set(df, state.max);
-    sum_v[r] = hn::Zero(df);
-  }
-  // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
-  for (int64_t t = 0; t < width; t += kN) {
-    HWY_UNROLL(6)
-    for (int r = 0; r < kRows; ++r) {
-      float* at = scores + r * kKeys + t;
-      const VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, at), m_v[r]));
-      hn::StoreU(p, df, at);
-      sum_v[r] = hn::Add(sum_v[r], p);
-    }
-  }
-  for (int r = 0; r < kRows; ++r) states[r].sum += hn::GetLane(hn::SumOfLanes(df, sum_v[r]));
+  UpdateRows<kRows>(df, states, scores, kKeys, width, loop_dim);
 }
 
 // acc_r += sum_{t in [t0, t1)} p[r][t] v_t for rows [0, kRows), on kDV vectors of D from d.
