@@ -10,12 +10,13 @@
 //   2. scores s[r][t] = <q_r * scale, k_t> for every row of the block, one K load shared by
 //      up to four rows; then softcap, ALiBi and the mask (scalar, only when enabled);
 //   3. per row, the tile max m_t, the new running max m = max(m_old, m_t), the rescale of the
-//      accumulator by exp(m_old - m), and p_t = exp(s_t - m) with Highway's vector Exp;
+//      accumulator by exp(m_old - m), and p_t = exp(s_t - m) with the vector exp of
+//      flash_exp-inl.h;
 //   4. acc += sum_t p_t v_t: register-blocked (4 rows x 2 vectors of D) when every row allows
 //      every key of the tile, key by key per row otherwise (so a key a row may not see is never
 //      multiplied in, not even by 0: 0 * NaN would leak a masked NaN).
-// NaN is never hidden: Highway's Exp returns 0 for NaN, so NaN and +inf scores are detected
-// explicitly and mark the row (FinalizeRow writes NaN).
+// NaN is never hidden: the softmax's exp (flash_exp-inl.h) returns 0 for NaN, so NaN and +inf
+// scores are detected explicitly and mark the row (FinalizeRow writes NaN).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -28,9 +29,9 @@
 #define HWY_TARGET_INCLUDE "src/attention/flash_block_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 // After foreach_target.h: compiled once per target with this file.
+#include "src/attention/flash_exp-inl.h"
 #include "src/attention/flash_prefill_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -225,7 +226,7 @@ void UpdateRow(DF df, RowState& state, float* scores, const bool* allowed, bool 
       if (!allowed[t]) scores[t] = minus_inf;
     }
   }
-  // Tile max, and NaN / +inf detection (Highway's Exp maps NaN to 0: they must be caught here).
+  // Tile max, and NaN / +inf detection (the exp maps NaN to 0: they must be caught here).
   const auto inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
   auto max_v = hn::Set(df, minus_inf);
   auto bad = hn::Zero(df);  // lanes that saw NaN or +inf become nonzero
@@ -260,12 +261,12 @@ void UpdateRow(DF df, RowState& state, float* scores, const bool* allowed, bool 
     state.max = max;
   }
   // p_t = exp(s_t - m): a -inf score (or a slot the row may not see) gives exp(-inf) = 0; with
-  // m = -inf too, Exp(NaN) = 0 is the weight we want (every allowed score is -inf).
+  // m = -inf too, exp(NaN) = 0 is the weight we want (every allowed score is -inf).
   const auto m_v = hn::Set(df, state.max);
   auto sum_v = hn::Zero(df);
   t = 0;
   for (; t + N <= count; t += N) {
-    const auto p = hn::Exp(df, hn::Sub(hn::LoadU(df, scores + t), m_v));
+    const auto p = ExpOfNonPositive(df, hn::Sub(hn::LoadU(df, scores + t), m_v));
     hn::StoreU(p, df, scores + t);
     sum_v = hn::Add(sum_v, p);
   }

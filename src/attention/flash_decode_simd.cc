@@ -11,15 +11,16 @@
 //   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
 //      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
 //   2. one online-softmax update per row and tile: m = max(m_old, max_t s_t); acc and l scale
-//      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with Highway's vector Exp, the
-//      group's rows interleaved; l += sum_t p_t;
+//      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with the vector exp of
+//      flash_exp-inl.h, the group's rows interleaved; l += sum_t p_t;
 //   3. acc += sum_t p_t v_t with rows x kDV vectors of accumulators in registers across the
 //      tile (every key multiplies in, also with p_t = 0: 0 * NaN must reach acc).
 // K/V rows are read in place when their elements are contiguous and D is a whole number of
 // vectors (f32; bf16 and, where the target converts exactly, f16 widened in registers);
 // otherwise each tile is widened into zero-padded f32 scratch rows first.
-// NaN is never hidden: Highway's Exp maps NaN to 0, so NaN and +inf scores are caught before
-// it and mark the row (FinalizeRow writes NaN), as in the general kernel.
+// NaN is never hidden: the softmax's exp (flash_exp-inl.h) maps NaN to 0, so NaN and +inf
+// scores are caught before it and mark the row (FinalizeRow writes NaN), as in the general
+// kernel.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -32,7 +33,6 @@
 #define HWY_TARGET_INCLUDE "src/attention/flash_decode_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // After foreach_target.h: compiled once per target with this file.
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_decode_scores-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"

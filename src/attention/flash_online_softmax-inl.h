@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "src/attention/flash_exp-inl.h"
 #include "src/attention/flash_problem.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -56,7 +56,7 @@ HWY_INLINE float TileMaxMarkingNan(DF df, RowState& state, float* row, int64_t w
 // The online-softmax update of rows [0, kRows), row r's scores at scores + r * row_stride,
 // over their first `width` keys (a multiple of the lane count; scores a row may not see are
 // already -inf): each state is rescaled to its new running max and the scores are replaced
-// by their weights p_t = exp(s_t - m) (0 for -inf). The rows' Exp calls are interleaved:
+// by their weights p_t = exp(s_t - m) (0 for -inf). The rows' exp calls are interleaved:
 // independent chains for the pipelines, and each constant loaded once for all.
 template <int kRows, class DF>
 HWY_INLINE void UpdateRows(DF df, RowState* states, float* scores, int64_t row_stride,
@@ -69,8 +69,8 @@ HWY_INLINE void UpdateRows(DF df, RowState* states, float* scores, int64_t row_s
     const float tile_max = TileMaxMarkingNan(df, state, scores + r * row_stride, width);
     if (tile_max > state.max) {
       // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf), with the
-      // vector Exp of the weights (no libm call per row and tile).
-      const VF alpha_v = hn::Exp(df, hn::Set(df, state.max - tile_max));
+      // vector exp of the weights (no libm call per row and tile).
+      const VF alpha_v = ExpOfNonPositive(df, hn::Set(df, state.max - tile_max));
       const float alpha = hn::GetLane(alpha_v);
       for (int64_t d = 0; d < loop_dim; d += N) {
         hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
@@ -81,12 +81,13 @@ HWY_INLINE void UpdateRows(DF df, RowState* states, float* scores, int64_t row_s
     m_v[r] = hn::Set(df, state.max);
     sum_v[r] = hn::Zero(df);
   }
-  // p_t = exp(s_t - m); with m = -inf (every score so far -inf) Exp(NaN) = 0 is the weight.
+  // p_t = exp(s_t - m) (flash_exp-inl.h: s_t - m <= 0); with m = -inf (every score so far
+  // -inf) the argument is NaN and 0 is the weight.
   for (int64_t t = 0; t < width; t += N) {
     HWY_UNROLL(6)
     for (int r = 0; r < kRows; ++r) {
       float* at = scores + r * row_stride + t;
-      const VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, at), m_v[r]));
+      const VF p = ExpOfNonPositive(df, hn::Sub(hn::LoadU(df, at), m_v[r]));
       hn::StoreU(p, df, at);
       sum_v[r] = hn::Add(sum_v[r], p);
     }

@@ -15,15 +15,16 @@
 //      scored nor weighed, in whole passes;
 //   2. keys outside row r's range [begin_r, end_r) of the tile become -inf (diagonal tiles of
 //      causal prefill, and the keys past a short last tile), then the online-softmax update
-//      of each row, the rows' Exp calls interleaved: m = max(m_old, max_t s_t); acc and l
+//      of each row, the rows' exp calls interleaved: m = max(m_old, max_t s_t); acc and l
 //      scale by exp(m_old - m) only when m grows; p_t = exp(s_t - m); l += sum_t p_t;
 //   3. acc += sum_t p_t v_t over the keys every row of the group sees, [max_r begin_r,
 //      min_r end_r), with kRows x kDV vectors of D in registers across the keys (each V load
 //      shared by the rows); the few keys only some rows see (the diagonal) key by key for
 //      those rows. A key a row may not see is never multiplied in, not even by 0 (0 * NaN
 //      would leak a masked NaN value).
-// NaN is never hidden: Highway's Exp maps NaN to 0, so NaN and +inf scores are caught before
-// it and mark the row (FinalizeRow writes NaN), as in the rest of the kernel.
+// NaN is never hidden: the softmax's exp (flash_exp-inl.h) maps NaN to 0, so NaN and +inf
+// scores are caught before it and mark the row (FinalizeRow writes NaN), as in the rest of
+// the kernel.
 
 // Per-target include guard (Highway's convention for -inl.h files).
 #if defined(KVCHECK_SRC_ATTENTION_FLASH_PREFILL_TILE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -38,7 +39,6 @@
 #include <cstdint>
 #include <limits>
 
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_problem.h"
 #include "src/attention/flash_online_softmax-inl.h"

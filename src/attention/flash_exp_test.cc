@@ -1,0 +1,132 @@
+// ExpOfNonPositive (flash_exp-inl.h), the online softmax's exp, against exp in double on
+// every SIMD target Highway compiled and this CPU runs: within 2 ulps (the error bound's
+// exp_ulps) for every 61st float in [kExpMinArgument, 0] (18 million arguments); exactly 1
+// at 0; 0 below the normal range, at -inf and for NaN.
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/attention/flash_exp_test.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// After foreach_target.h: compiled once per target with this file.
+#include "src/attention/flash_exp-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvcheck::flash_internal {
+namespace HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// out[i] = ExpOfNonPositive(in[i]); count a multiple of the widest vector (the caller pads).
+void ExpArray(const float* in, float* out, size_t count) {
+  const hn::ScalableTag<float> df;
+  for (size_t i = 0; i < count; i += hn::Lanes(df)) {
+    hn::StoreU(ExpOfNonPositive(df, hn::LoadU(df, in + i)), df, out + i);
+  }
+}
+
+float MinArgument() { return kExpMinArgument; }
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace kvcheck::flash_internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "gtest/gtest.h"
+#include "hwy/targets.h"
+
+namespace kvcheck::flash_internal {
+namespace {
+
+HWY_EXPORT(ExpArray);
+HWY_EXPORT(MinArgument);
+
+// exp of every value, through the target Highway dispatches to now.
+std::vector<float> Exp(std::vector<float> in) {
+  const size_t count = in.size();
+  in.resize((count + 63) / 64 * 64, 0.0f);
+  std::vector<float> out(in.size());
+  HWY_DYNAMIC_DISPATCH(ExpArray)(in.data(), out.data(), in.size());
+  out.resize(count);
+  return out;
+}
+
+float FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// |computed - exact| in units of the last place of the exact value rounded to float.
+double UlpError(float computed, double exact) {
+  const float rounded = static_cast<float>(exact);
+  const double ulp = std::nextafter(rounded, std::numeric_limits<float>::infinity()) - rounded;
+  return std::fabs(computed - exact) / ulp;
+}
+
+void CheckExp(const char* target) {
+  SCOPED_TRACE(target);
+  const float min_argument = HWY_DYNAMIC_DISPATCH(MinArgument)();
+  // The normal range of results: exp(min_argument) is a normal float, its predecessor's not.
+  ASSERT_GE(std::exp(double{min_argument}), std::numeric_limits<float>::min());
+  ASSERT_LT(std::exp(double{std::nextafter(min_argument, -1000.0f)}),
+            std::numeric_limits<float>::min());
+  // Every float in [min_argument, 0] with a stride of 61 floats (odd, so that every low
+  // mantissa pattern comes up), min_argument itself, in chunks. Most floats of the range lie
+  // in [-1, 0], where the reduction's boundaries (+-ln2 / 2) and the tiniest arguments are.
+  const uint32_t zero_bits = 0x80000000u;  // -0.0f: negative floats grow with their bits
+  uint32_t min_bits;
+  std::memcpy(&min_bits, &min_argument, sizeof min_bits);
+  double worst = 0;
+  float worst_at = 0;
+  int64_t failures = 0, checked = 0;
+  constexpr uint64_t kChunk = 1 << 20;
+  for (uint64_t first = zero_bits; first <= min_bits; first += kChunk * 61) {
+    std::vector<float> in;
+    for (uint64_t bits = first; bits <= min_bits && bits < first + kChunk * 61; bits += 61) {
+      in.push_back(FromBits(static_cast<uint32_t>(bits)));
+    }
+    if (first + kChunk * 61 > min_bits) in.push_back(min_argument);
+    const std::vector<float> out = Exp(in);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double error = UlpError(out[i], std::exp(double{in[i]}));
+      if (error > worst) worst = error, worst_at = in[i];
+      if (error > 2.0 && ++failures <= 10) {
+        ADD_FAILURE() << "exp(" << in[i] << ") = " << out[i] << ", exact "
+                      << std::exp(double{in[i]}) << ": " << error << " ulps";
+      }
+    }
+    checked += static_cast<int64_t>(in.size());
+  }
+  EXPECT_EQ(failures, 0);
+  std::printf("%s: %lld arguments, worst %.3f ulps at %.9g\n", target,
+              static_cast<long long>(checked), worst,
+              worst_at);
+
+  // The special values: exp(+-0) is exactly 1; below the normal range, -inf and NaN give 0.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = Exp({0.0f, -0.0f, std::nextafter(min_argument, -1000.0f),
+                                          -88.0f, -100.0f, -1e30f, -inf, nan, -nan});
+  EXPECT_EQ(special[0], 1.0f);
+  EXPECT_EQ(special[1], 1.0f);
+  for (size_t i = 2; i < special.size(); ++i) EXPECT_EQ(special[i], 0.0f) << "case " << i;
+}
+
+TEST(FlashExpTest, WithinTwoUlpsOfExpOnEverySimdTarget) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    CheckExp(hwy::TargetName(target));
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+}  // namespace
+}  // namespace kvcheck::flash_internal
+#endif  // HWY_ONCE
