@@ -224,6 +224,17 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
           accumulators.assign(block.num_rows * padded, 0.0f);
           row_states.assign(block.num_rows, RowState());
           for (int r = 0; r < block.num_rows; ++r) row_states[r].acc = &accumulators[r * padded];
+          // The block's output rows, for writing, while it computes: `out` was zeroed long
+          // before (it left the core's caches), and FinalizeRow's stores otherwise wait on
+          // each line (measured: 4.4% of a 512 x 512 prefill in FinalizeRow's stores).
+          for (int r = 0; r < block.num_rows; ++r) {
+            const char* row = reinterpret_cast<const char*>(
+                out_data + ((block.batch * shape.num_heads + block.head[r]) * shape.q_len +
+                            block.query[r]) * shape.head_dim);
+            for (int64_t offset = 0; offset < shape.head_dim * 4; offset += 64) {
+              __builtin_prefetch(row + offset, /*rw=*/1);
+            }
+          }
           process(block, row_states.data());
           finalize(block, row_states.data());
         });
