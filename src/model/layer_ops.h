@@ -1,6 +1,7 @@
 // File: layer_ops.h
 // The per-token building blocks of the decoders, on row-major f32 arrays: linear layers
-// (OpenBLAS, with a plain loop beside it), LayerNorm, RMSNorm, GELU, SwiGLU and RoPE.
+// (OpenBLAS, with a plain loop beside it), LayerNorm, RMSNorm, GELU (Highway, with a scalar
+// path beside it), SwiGLU and RoPE.
 // All are written for `rows` independent rows; none allocates.
 #ifndef KVCHECK_SRC_MODEL_LAYER_OPS_H_
 #define KVCHECK_SRC_MODEL_LAYER_OPS_H_
@@ -27,8 +28,16 @@ void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight,
                float eps, float* y);
 // y = x / sqrt(mean(x^2) + eps) * weight per row.
 void RmsNorm(const float* x, int64_t rows, int64_t width, const float* weight, float eps, float* y);
-// GPT-2's tanh GELU, in place: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// GPT-2's tanh GELU, in place: 0.5 x (1 + tanh(t)), t = sqrt(2/pi) (x + 0.044715 x^3).
+// GeluInPlace: Highway vectors (dynamic dispatch); t is computed in f32 in the same order as
+// GeluInPlaceScalar (std::tanh), so the two differ only by TanhInPlace's tanh, within 4 ulps
+// of the exact tanh (reference/attention_bound.h's BoundModel::tanh_ulps), and its roundings
+// after it. NaN stays NaN; +inf gives +inf, -inf NaN (-inf * (1 + tanh(-inf)) = -inf * 0),
+// on both paths.
 void GeluInPlace(float* x, int64_t count);
+void GeluInPlaceScalar(float* x, int64_t count);
+// tanh of every element (Highway), within 4 ulps of the exact value: GeluInPlace's tanh.
+void TanhInPlace(float* x, int64_t count);
 // gate[i] = silu(gate[i]) * up[i], in place on gate.
 void SwiGluInPlace(float* gate, const float* up, int64_t count);
 // Rotates the (i, i + D/2) pairs of every head of `rows` rows laid out [rows, heads, D] by
