@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/model/gemv.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
 
@@ -44,6 +45,13 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights)
         }
       });
   KV_RETURN_IF_ERROR(status);
+  // Every matrix is streamed once per decode step: huge pages spare the TLB misses (one per
+  // 4 KiB per stream otherwise). In a microbenchmark of the 124M model's matrices on one core
+  // of the 2-core AMD EPYC VM, the GEMV read 23.7 -> 25.9 GB/s (median of 25 passes), a sum
+  // of the same bytes as 8 streams 23.9 -> 26.3.
+  ForEachWeight(w, [](const std::string&, const std::vector<int64_t>&, std::vector<float>& data) {
+    AdviseHugePages(data.data(), static_cast<int64_t>(data.size()));
+  });
   return std::unique_ptr<Decoder>(new Decoder(std::move(weights)));
 }
 

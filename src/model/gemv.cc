@@ -1,6 +1,9 @@
 #include "src/model/gemv.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 
 #include "src/base/thread_pool.h"
 
@@ -101,6 +104,19 @@ void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, 
     const int64_t end = part + 1 == parts ? rows : (rows * (part + 1) / parts) & ~int64_t{3};
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y);
   });
+}
+
+void AdviseHugePages(const float* data, int64_t count) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data + count) & ~(kHuge - 1);
+  if (end <= begin) return;
+  void* const start = reinterpret_cast<void*>(begin);
+  // Already-touched pages are only collapsed by khugepaged, minutes later; MADV_COLLAPSE
+  // (25, absent from older headers) does it now. Errors are ignored: this is advice.
+  if (madvise(start, end - begin, MADV_HUGEPAGE) != 0) return;
+  constexpr int kMadvCollapse = 25;
+  (void)madvise(start, end - begin, kMadvCollapse);
 }
 
 void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
