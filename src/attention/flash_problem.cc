@@ -39,7 +39,17 @@ void FinalizeRow(const RowState& state, int64_t head_dim, float* out) {
     return;
   }
   const float inverse = 1.0f / state.sum;
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = state.acc[d] * inverse;
+  // Eight at a time, loaded before any is stored (so that `out` and `acc` may not alias as
+  // far as the compiler knows): the basic-block vectorizer turns each run into vector loads,
+  // multiplies and stores. Element by element, this loop's scalar stores to output lines
+  // cost 3-5% of a prefill (perf, 512 x 512 causal).
+  int64_t d = 0;
+  for (; d + 8 <= head_dim; d += 8) {
+    float run[8];
+    for (int i = 0; i < 8; ++i) run[i] = state.acc[d + i] * inverse;
+    for (int i = 0; i < 8; ++i) out[d + i] = run[i];
+  }
+  for (; d < head_dim; ++d) out[d] = state.acc[d] * inverse;
 }
 
 }  // namespace kvcheck::flash_internal
