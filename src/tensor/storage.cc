@@ -46,6 +46,16 @@ absl::Status Storage::Detach() {
 }
 
 absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(DType dtype, int64_t num_elements) {
+  return AllocateBytes(dtype, num_elements, /*zero=*/true);
+}
+
+absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateUninitialized(DType dtype,
+                                                                      int64_t num_elements) {
+  return AllocateBytes(dtype, num_elements, /*zero=*/false);
+}
+
+absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateBytes(DType dtype, int64_t num_elements,
+                                                                bool zero) {
   if (num_elements < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("storage: element count ", num_elements, " is negative"));
@@ -68,7 +78,7 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(DType dtype, int64_t 
     return absl::ResourceExhaustedError(
         absl::StrCat("storage: allocation of ", *bytes, " bytes failed"));
   }
-  std::memset(raw, 0, size);
+  if (zero) std::memset(raw, 0, size);
   return std::shared_ptr<Storage>(
       new Storage(dtype, num_elements, std::unique_ptr<std::byte[], FreeDeleter>(static_cast<std::byte*>(raw))));
 }

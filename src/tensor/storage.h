@@ -27,6 +27,12 @@ class Storage {
   // kResourceExhausted if it exceeds MaxStorageBytes() or the allocation fails.
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(DType dtype, int64_t num_elements);
 
+  // As Allocate, but the bytes are left as the allocator returns them: for a buffer its
+  // creator writes in full before anything reads it (a kernel's output), where zeroing would
+  // be a wasted pass over memory. Errors: those of Allocate.
+  static absl::StatusOr<std::shared_ptr<Storage>> AllocateUninitialized(DType dtype,
+                                                                        int64_t num_elements);
+
   // Memory the caller owns: never freed or zeroed by Storage. REQUIRES: `bytes` holds
   // `num_elements` elements of `dtype` and stays valid (and is not written through another
   // path) while any tensor uses the storage; e.g. an external engine's input for the
@@ -63,6 +69,8 @@ class Storage {
   }
 
  private:
+  static absl::StatusOr<std::shared_ptr<Storage>> AllocateBytes(DType dtype,
+                                                                int64_t num_elements, bool zero);
   struct FreeDeleter {
     FreeDeleter() noexcept : owned(true) {}
     explicit FreeDeleter(bool owns) noexcept : owned(owns) {}

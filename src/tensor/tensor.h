@@ -34,6 +34,13 @@ class Tensor {
   // Errors: those of Layout::Contiguous and Storage::Allocate.
   static absl::StatusOr<Tensor> Zeros(DType dtype, absl::Span<const int64_t> shape);
 
+  // A new contiguous tensor whose every element the caller writes before anything reads it
+  // (a kernel's output): not zeroed, a pass over memory saved. Where KVCHECK_POISON_UNUSED is
+  // 1 (the default build, which the tests use) every element starts as NaN instead, so an
+  // element the caller forgets shows up rather than reading as a plausible 0.
+  // Errors: those of Zeros.
+  static absl::StatusOr<Tensor> Uninitialized(DType dtype, absl::Span<const int64_t> shape);
+
   // A new contiguous tensor with every element set to `value` rounded to `dtype`.
   static absl::StatusOr<Tensor> Filled(DType dtype, absl::Span<const int64_t> shape,
                                        float value);

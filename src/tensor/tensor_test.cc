@@ -12,6 +12,11 @@
 #include "src/tensor/view_ops.h"
 #include "testing/status_matchers.h"
 
+// 1 in the default build (.bazelrc), 0 in --config=opt.
+#ifndef KVCHECK_POISON_UNUSED
+#define KVCHECK_POISON_UNUSED 0
+#endif
+
 namespace kvcheck {
 namespace {
 
@@ -54,6 +59,33 @@ TEST(Tensor, ZerosRejectsHostileSizes) {
   EXPECT_THAT(Tensor::Zeros(DType::kF32, {int64_t{1} << 40}),
               StatusIs(absl::StatusCode::kResourceExhausted));
   ASSERT_OK(Tensor::Zeros(DType::kBF16, {0, 5}));
+}
+
+// The default build (the tests') poisons: every element of a new uninitialized tensor is NaN,
+// in every dtype, so an output element a kernel forgets to write cannot pass for a value.
+// (--config=opt does not poison: there only the shape is checked.)
+TEST(Tensor, UninitializedIsContiguousAndPoisonedInTheTestBuild) {
+  for (DType dtype : kAllDTypes) {
+    absl::StatusOr<Tensor> t = Tensor::Uninitialized(dtype, {2, 3, 5});
+    ASSERT_OK(t);
+    EXPECT_EQ(t->dtype(), dtype);
+    EXPECT_THAT(t->shape(), ElementsAre(2, 3, 5));
+    EXPECT_TRUE(t->is_contiguous());
+    for (int64_t i = 0; i < 2; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        for (int64_t k = 0; k < 5; ++k) {
+          if (!KVCHECK_POISON_UNUSED) continue;
+          EXPECT_TRUE(std::isnan(t->GetFloat({i, j, k})))
+              << DTypeName(dtype) << " (" << i << ", " << j << ", " << k << ")";
+        }
+      }
+    }
+  }
+  EXPECT_THAT(Tensor::Uninitialized(DType::kF32, {-1}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Tensor::Uninitialized(DType::kF32, {int64_t{1} << 40}),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  ASSERT_OK(Tensor::Uninitialized(DType::kF16, {0, 5}));
 }
 
 TEST(Tensor, NarrowIsAViewAndChecksBounds) {
