@@ -17,7 +17,7 @@ namespace kvcheck::cache_internal {
 absl::StatusOr<Tensor> AllocateBuffer(DType dtype, absl::Span<const int64_t> shape,
                                       CacheCounters& counters) {
   KV_ASSIGN_OR_RETURN(Tensor buffer, Tensor::Zeros(dtype, shape));
-  if (KVCHECK_POISON_UNUSED) FillNaN(buffer);
+  if (kPoisonUnused) FillNaN(buffer);
   counters.bytes_allocated += buffer.num_elements() * DTypeSize(dtype);
   return buffer;
 }
@@ -206,6 +206,19 @@ void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_be
   const int64_t before_wrap = std::min(count, window - start_slot);
   CopyTokens(chunk, first, before_wrap, buffer, start_slot);
   CopyTokens(chunk, first + before_wrap, count - before_wrap, buffer, 0);
+}
+
+void WriteRingStep(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
+                   const Tensor& v_buffer, int64_t length_before, int64_t window) {
+  const int64_t next_slot = RingSlot(length_before + k.dim(2), window);
+  if (k.dim(2) == 1) {  // a decode step: one slot, no wrap inside the chunk
+    WriteTokens(k, v, k_buffer, v_buffer, RingSlot(length_before, window), next_slot);
+    return;
+  }
+  WriteRingChunk(k_buffer, k, length_before, window);
+  WriteRingChunk(v_buffer, v, length_before, window);
+  PrefetchSlotForWrite(k_buffer, next_slot);
+  PrefetchSlotForWrite(v_buffer, next_slot);
 }
 
 }  // namespace kvcheck::cache_internal

@@ -9,17 +9,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "src/base/poison_unused.h"
 #include "src/cache/kv_cache.h"
 #include "src/tensor/tensor.h"
-
-#ifndef KVCHECK_POISON_UNUSED
-#define KVCHECK_POISON_UNUSED 0
-#endif
 
 namespace kvcheck::cache_internal {
 
 // A new buffer of `shape`, counted in counters.bytes_allocated. In test builds
-// (KVCHECK_POISON_UNUSED=1) every element is NaN, so a read of a slot that was never written
+// (kPoisonUnused) every element is NaN, so a read of a slot that was never written
 // shows up as NaN in attention; otherwise zeros.
 absl::StatusOr<Tensor> AllocateBuffer(DType dtype, absl::Span<const int64_t> shape,
                                       CacheCounters& counters);
@@ -98,6 +95,14 @@ absl::StatusOr<CacheView> NarrowedView(const Tensor& k_buffer, const Tensor& v_b
 // REQUIRES: as CopyTokens.
 void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,
                     int64_t window);
+
+// A step written in place into a ring's K and V buffers (.., W, D), `length_before` tokens
+// appended before it: a decode step (S == 1) through WriteTokens, a longer chunk through
+// WriteRingChunk; then the slot the next token goes to is prefetched for writing (its stores
+// would otherwise wait for the cold line in the next append). The ring and scattered caches'
+// common step. REQUIRES: as CopyTokens, for K and for V.
+void WriteRingStep(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
+                   const Tensor& v_buffer, int64_t length_before, int64_t window);
 
 // Copy-on-write flag behind cheap Forks, for strategies whose views share the cache's
 // buffers. Fork marks both caches (the original through a mutable member, since Fork is

@@ -145,7 +145,7 @@ absl::StatusOr<CacheView> PagedCache::DoView() const {
   const int64_t dims[] = {shape.batch, shape.num_kv_heads, longest, shape.head_dim};
   KV_ASSIGN_OR_RETURN(view.k, Tensor::Zeros(shape.dtype, dims));
   KV_ASSIGN_OR_RETURN(view.v, Tensor::Zeros(shape.dtype, dims));
-  if (KVCHECK_POISON_UNUSED && !equal) {
+  if (kPoisonUnused && !equal) {
     cache_internal::FillNaN(view.k);
     cache_internal::FillNaN(view.v);
   }

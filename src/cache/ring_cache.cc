@@ -31,19 +31,10 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
                                  absl::Span<const bool> /*active: all rows*/) {
   const KvShape& shape = *this->shape();
   const int64_t length = seq_len();
-  const int64_t next_slot = cache_internal::RingSlot(length + k.dim(2), window_);
   if (k_buffer_.rank() == 4 && !share_.shared()) {
     // The common step: write in place (validated shapes: the copies cannot fail), then start
     // fetching the slot the next step writes.
-    if (k.dim(2) == 1) {  // a decode step: one slot, no wrap inside the chunk
-      cache_internal::WriteTokens(k, v, k_buffer_, v_buffer_,
-                                  cache_internal::RingSlot(length, window_), next_slot);
-      return absl::OkStatus();
-    }
-    WriteRingChunk(k_buffer_, k, length, window_);
-    WriteRingChunk(v_buffer_, v, length, window_);
-    cache_internal::PrefetchSlotForWrite(k_buffer_, next_slot);
-    cache_internal::PrefetchSlotForWrite(v_buffer_, next_slot);
+    cache_internal::WriteRingStep(k, v, k_buffer_, v_buffer_, length, window_);
     return absl::OkStatus();
   }
   Tensor k_target = k_buffer_, v_target = v_buffer_;

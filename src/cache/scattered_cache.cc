@@ -59,20 +59,8 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
   for (int64_t b = 0; b < shape.batch; ++b) {
     together = together && (active.empty() || active[b]) && row_seq_len(b) == row_seq_len(0);
   }
-  if (together) {
-    // The slot the next token goes to is prefetched, as the preallocating caches do: its
-    // stores would otherwise wait for the cold line in the next append.
-    const int64_t length = row_seq_len(0);
-    const int64_t next = cache_internal::RingSlot(length + k.dim(2), window_);
-    if (k.dim(2) == 1) {  // a decode step: one slot, no wrap inside the chunk
-      cache_internal::WriteTokens(k, v, k_buffer_, v_buffer_,
-                                  cache_internal::RingSlot(length, window_), next);
-      return absl::OkStatus();
-    }
-    WriteRingChunk(k_buffer_, k, length, window_);
-    WriteRingChunk(v_buffer_, v, length, window_);
-    cache_internal::PrefetchSlotForWrite(k_buffer_, next);
-    cache_internal::PrefetchSlotForWrite(v_buffer_, next);
+  if (together) {  // as the ring cache's step, the next slot prefetched
+    cache_internal::WriteRingStep(k, v, k_buffer_, v_buffer_, row_seq_len(0), window_);
     return absl::OkStatus();
   }
   for (int64_t b = 0; b < shape.batch; ++b) {

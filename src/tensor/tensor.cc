@@ -6,13 +6,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
+#include "src/base/poison_unused.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/strided_loop.h"
-
-// 1 in the default build (.bazelrc), 0 in --config=opt: Uninitialized fills with NaN when 1.
-#ifndef KVCHECK_POISON_UNUSED
-#define KVCHECK_POISON_UNUSED 0
-#endif
 
 namespace kvcheck {
 
@@ -27,7 +23,7 @@ absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, absl::Span<const int64_t> shap
 
 absl::StatusOr<Tensor> Tensor::Uninitialized(DType dtype, absl::Span<const int64_t> shape) {
   KV_ASSIGN_OR_RETURN(Layout layout, Layout::Contiguous(shape));
-  if (KVCHECK_POISON_UNUSED) {
+  if (kPoisonUnused) {
     return Filled(dtype, shape, std::numeric_limits<float>::quiet_NaN());
   }
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,

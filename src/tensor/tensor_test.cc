@@ -8,14 +8,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/base/poison_unused.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
 #include "testing/status_matchers.h"
-
-// 1 in the default build (.bazelrc), 0 in --config=opt.
-#ifndef KVCHECK_POISON_UNUSED
-#define KVCHECK_POISON_UNUSED 0
-#endif
 
 namespace kvcheck {
 namespace {
@@ -74,7 +70,7 @@ TEST(Tensor, UninitializedIsContiguousAndPoisonedInTheTestBuild) {
     for (int64_t i = 0; i < 2; ++i) {
       for (int64_t j = 0; j < 3; ++j) {
         for (int64_t k = 0; k < 5; ++k) {
-          if (!KVCHECK_POISON_UNUSED) continue;
+          if (!kPoisonUnused) continue;
           EXPECT_TRUE(std::isnan(t->GetFloat({i, j, k})))
               << DTypeName(dtype) << " (" << i << ", " << j << ", " << k << ")";
         }
