@@ -33,7 +33,7 @@ void CheckGemvWithinTheBound(const char* target) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
   };
-  for (int64_t rows : {1, 3, 4, 5, 6, 7, 8, 11, 12, 13, 17, 63, 64, 65, 130, 257}) {
+  for (int64_t rows : {1, 3, 4, 5, 6, 7, 8, 11, 12, 13, 17, 63, 64, 65, 130, 144, 257, 289}) {
     for (int64_t cols : {1, 7, 8, 9, 16, 17, 33, 768}) {
       std::vector<float> w(rows * cols), x(cols);
       for (float& v : w) v = next();

@@ -1,0 +1,115 @@
+// gemv_benchmark: the matrix-vector products of one GPT-2 124M decode step (what a generated
+// token costs: ~94% of its time, README "Generation"), against the read bandwidth of the same
+// binary at the same thread count. Every product reads its weights once, so the step is
+// memory bound and its floor is bytes / bandwidth.
+//
+// BM_DecodeStepGemv/threads:T: the step's 73 products in the decoder's order (per layer
+// q, k, v, o: 768 x 768; up 3072 x 768; down 768 x 3072; then the 50257 x 768 head), 495 MB
+// of weights on transparent huge pages as the decoder's are; reported as GB/s of weights and
+// as a share of ReadBandwidth(T) (bench/read_bandwidth.h), measured around the runs.
+// BM_OneGemv/rows/cols/threads: one product alone, repeated (the small ones stay in L2/L3).
+//
+//   bazel run --config=opt //bench:gemv_benchmark
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "bench/machine_context.h"
+#include "bench/read_bandwidth.h"
+#include "src/model/gemv.h"
+
+namespace kvcheck {
+namespace {
+
+struct Product {
+  int64_t rows, cols;
+  std::vector<float> w;
+};
+
+constexpr int64_t kWidth = 768, kHidden = 3072, kVocab = 50257, kLayers = 12;
+
+std::vector<Product>& DecodeStep() {
+  static std::vector<Product>* step = [] {
+    auto* products = new std::vector<Product>;
+    auto add = [&](int64_t rows, int64_t cols) {
+      Product p{rows, cols, std::vector<float>(rows * cols)};
+      model::AdviseHugePages(p.w.data(), rows * cols);  // before the first touch
+      for (int64_t i = 0; i < rows * cols; ++i) p.w[i] = static_cast<float>(i % 97) * 1e-3f;
+      model::AdviseHugePages(p.w.data(), rows * cols);
+      products->push_back(std::move(p));
+    };
+    for (int64_t l = 0; l < kLayers; ++l) {
+      for (int i = 0; i < 4; ++i) add(kWidth, kWidth);
+      add(kHidden, kWidth);
+      add(kWidth, kHidden);
+    }
+    add(kVocab, kWidth);
+    return products;
+  }();
+  return *step;
+}
+
+void BM_DecodeStepGemv(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  std::vector<Product>& step = DecodeStep();
+  std::vector<float> x(kHidden, 0.5f), y(kVocab);
+  int64_t bytes = 0;
+  for (const Product& p : step) bytes += p.rows * p.cols * 4;
+  double floor = bench::ReadBandwidth(threads);
+  for (auto _ : state) {
+    for (const Product& p : step) {
+      model::Gemv(p.w.data(), x.data(), p.rows, p.cols, y.data(), threads);
+      benchmark::DoNotOptimize(y.data());
+    }
+  }
+  floor = std::max(floor, bench::ReadBandwidth(threads));
+  const double seconds_per_step = state.iterations() == 0 ? 0 : 1.0;  // rate counters below
+  (void)seconds_per_step;
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["floor_GB/s"] = floor / 1e9;
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_DecodeStepGemv)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
+
+void BM_OneGemv(benchmark::State& state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  std::vector<float> w(rows * cols, 0.25f), x(cols, 0.5f), y(rows);
+  model::AdviseHugePages(w.data(), rows * cols);
+  for (auto _ : state) {
+    model::Gemv(w.data(), x.data(), rows, cols, y.data(), threads);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(rows * cols * 4) *
+                                                  state.iterations(),
+                                              benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_OneGemv)
+    ->ArgsProduct({{kWidth}, {kWidth}, {1, 2}})
+    ->ArgsProduct({{kHidden}, {kWidth}, {1, 2}})
+    ->ArgsProduct({{kWidth}, {kHidden}, {1, 2}})
+    ->ArgsProduct({{kVocab}, {kWidth}, {1, 2}})
+    ->ArgNames({"rows", "cols", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kvcheck
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  kvcheck::bench::AddMachineContext();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
