@@ -1,6 +1,8 @@
 // The seed document's append experiment: a SmolLM2-like stack of 30 layers, 3 KV heads, head
 // dim 64, f32; prefill 128 positions, then 200 decode steps of one token into every layer.
-// Reports the time per decode step (all 30 layers) for each registered strategy, next to its
+// Reports the time per decode step (all 30 layers) for each registered strategy, appending
+// with Append (a new view per append: BM_AppendDecode) and with AppendInto (each layer's view
+// kept and updated: BM_AppendIntoDecode), next to its
 // floor (the faster of a plain and a prefetching copy of the same bytes into the same slots
 // of the same strategy's buffers), and the bytes each step writes. BM_FloorAndView adds to the
 // prefetching copy what every append's returned view costs (copying and dropping two tensors
@@ -65,23 +67,33 @@ std::vector<std::unique_ptr<KvCache>> PrefilledLayers(const CacheStrategy& strat
   return layers;
 }
 
-void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy) {
+// The decode steps, two ways: `kept_views` false, each append returns a new view that the
+// caller drops (Append); true, each layer's view (the prefill's at first) is kept across the
+// steps and every append writes into it (AppendInto), as a decode loop that keeps one view
+// per layer does.
+void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy, bool kept_views) {
   const Tensor step_k = Filled(1, 3.0f), step_v = Filled(1, 4.0f);
   for (auto _ : state) {
     state.PauseTiming();
-    std::vector<CacheView> prefill_views;
-    std::vector<std::unique_ptr<KvCache>> layers = PrefilledLayers(*strategy, &prefill_views);
-    prefill_views.clear();  // a model keeps no view across steps
+    std::vector<CacheView> views;
+    std::vector<std::unique_ptr<KvCache>> layers = PrefilledLayers(*strategy, &views);
+    if (!kept_views) views.clear();  // no view across steps
     EvictCaches();
     state.ResumeTiming();
     for (int64_t step = 0; step < kDecodeSteps; ++step) {
-      for (auto& layer : layers) {
-        absl::StatusOr<CacheView> view = layer->Append(step_k, step_v);
-        benchmark::DoNotOptimize(view);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        if (kept_views) {
+          absl::Status status = layers[l]->AppendInto(step_k, step_v, views[l]);
+          benchmark::DoNotOptimize(status);
+        } else {
+          absl::StatusOr<CacheView> view = layers[l]->Append(step_k, step_v);
+          benchmark::DoNotOptimize(view);
+        }
       }
     }
     state.PauseTiming();
     layers.clear();
+    views.clear();
     state.ResumeTiming();
   }
   ReportPerStep(state);
@@ -157,7 +169,11 @@ bool WritesInPlace(const CacheStrategy& strategy) {
 const bool registered = [] {
   for (const CacheStrategy& strategy : CacheStrategies()) {
     const std::string name = strategy.name;
-    benchmark::RegisterBenchmark(("BM_AppendDecode/" + name).c_str(), BM_AppendDecode, &strategy)
+    benchmark::RegisterBenchmark(("BM_AppendDecode/" + name).c_str(), BM_AppendDecode, &strategy,
+                                 false)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("BM_AppendIntoDecode/" + name).c_str(), BM_AppendDecode,
+                                 &strategy, true)
         ->Unit(benchmark::kMicrosecond);
     if (!WritesInPlace(strategy)) continue;
     benchmark::RegisterBenchmark(("BM_Floor/" + name + "/prefetching_copy").c_str(),

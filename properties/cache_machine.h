@@ -5,7 +5,10 @@
 //
 // Model: up to three branches (Fork adds one), each a CacheModel. SUT: one KvCache per
 // branch, plus the last view each branch returned (with its bits at the time) for the clone
-// law. After every command:
+// law, and each branch's kept view: the CacheView that appends through KvCache::AppendInto
+// write into (as a decode loop keeps one per cache). It is never reset: it carries a view of
+// the branch's old buffers across growth, Reset and wraps, and a Fork starts the new branch
+// with a copy of its parent's (a view of another cache). After every command:
 //   - every branch's visible K/V, positions and lengths equal its model bit for bit;
 //   - every saved view still shows its bits (for window strategies, a branch's own later
 //     appends may reuse its slots, so only the other branches' views are checked);
@@ -64,7 +67,12 @@ struct SavedView {
 struct CacheMachineSut {
   std::vector<std::unique_ptr<KvCache>> caches;  // one per model branch
   std::vector<std::optional<SavedView>> last_views;
+  std::vector<CacheView> kept_views;  // written by the appends that go through AppendInto
 };
+
+// "" if `after` is the same view as `before` (the same storage, dtype and layout of K and V,
+// the same positions), else what differs: a failed AppendInto must leave its view unchanged.
+std::string DescribeViewChange(const CacheView& before, const CacheView& after);
 
 // "" if `view` shows exactly the model's visible set (positions, K and V bits), else what
 // differs. `what` names the view in the message.

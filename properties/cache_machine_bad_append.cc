@@ -37,6 +37,7 @@ BadAppend::BadAppend(const Model& m) : branch_(PickBranch(m)), kind_(*Uniform(0,
   const bool fixed = m.branches[branch_].model.shape().has_value();
   RC_PRE(fixed || kind_ > kWrongHeadDim);
   if (kind_ == kZeroSize) zero_dim_ = *rc::gen::element(0, 1, 3);
+  into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append
 }
 
 void BadAppend::checkPreconditions(const Model& m) const {
@@ -55,6 +56,18 @@ void BadAppend::run(const Model& m, Sut& sut) const {
   DType dtype = shape.dtype;
   absl::StatusCode expected = absl::StatusCode::kInvalidArgument;
   absl::Status status;
+  // Through AppendActive, or AppendActiveInto the kept view, which must come out unchanged.
+  auto append = [&](const Tensor& k, const Tensor& v, absl::Span<const bool> active) {
+    if (!into_kept_view_) return cache.AppendActive(k, v, active).status();
+    CacheView& kept = sut.kept_views[branch_];
+    const CacheView before = kept;
+    absl::Status result = cache.AppendActiveInto(k, v, active, kept);
+    if (!result.ok()) {
+      const std::string change = DescribeViewChange(before, kept);
+      if (!change.empty()) RC_FAIL(absl::StrCat("a failed AppendInto changed its view: ", change));
+    }
+    return result;
+  };
   switch (kind_) {
     case kWrongDType:
       dtype = m.dtype == DType::kBF16 ? DType::kF16 : DType::kBF16;
@@ -85,7 +98,7 @@ void BadAppend::run(const Model& m, Sut& sut) const {
   if (kind_ == kKvMismatch) {
     std::vector<int64_t> v_dims = dims;
     v_dims[2] += 1;
-    status = cache.Append(k, Zeros(dtype, v_dims)).status();
+    status = append(k, Zeros(dtype, v_dims), {});
   } else if (kind_ == kOverflowingSeq) {
     // A zero-stride (broadcast) view: enormous S without the memory.
     const int64_t seq = kMaxSequenceLength - MaxAppended(branch) + 1;
@@ -94,7 +107,7 @@ void BadAppend::run(const Model& m, Sut& sut) const {
     RC_ASSERT(layout.ok());
     absl::StatusOr<Tensor> huge = Tensor::View(k.storage(), *layout);
     RC_ASSERT(huge.ok());
-    status = cache.Append(*huge, *huge).status();
+    status = append(*huge, *huge, {});
     expected = absl::StatusCode::kOutOfRange;
   } else if (kind_ == kActiveFlags) {
     // A wrong number of flags is invalid everywhere; a false flag needs a per-row strategy.
@@ -105,10 +118,9 @@ void BadAppend::run(const Model& m, Sut& sut) const {
       active[0] = false;
       expected = absl::StatusCode::kUnimplemented;
     }
-    status = cache.AppendActive(k, k, absl::Span<const bool>(active.data(), active.size()))
-                 .status();
+    status = append(k, k, absl::Span<const bool>(active.data(), active.size()));
   } else {
-    status = cache.Append(k, k).status();
+    status = append(k, k, {});
   }
   if (status.code() != expected) {
     RC_FAIL(absl::StrCat(kKindNames[kind_], ": expected ", absl::StatusCodeToString(expected),
@@ -124,6 +136,7 @@ void BadAppend::run(const Model& m, Sut& sut) const {
 void BadAppend::show(std::ostream& os) const {
   os << "BadAppend(branch " << branch_ << ", " << kKindNames[kind_];
   if (kind_ == kZeroSize) os << " in dim " << zero_dim_;
+  if (into_kept_view_) os << ", into the kept view";
   os << ")";
 }
 

@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "properties/cache_machine.h"
 #include "rapidcheck.h"
 
@@ -116,6 +118,28 @@ void CheckCapacityAndHeldBytes(const CacheMachineModel& model, const KvCache& ca
     RC_FAIL(absl::StrCat("branch ", index, " reports ", held, " bytes held for ",
                          visible_bytes, " bytes of visible tokens"));
   }
+}
+
+std::string DescribeViewChange(const CacheView& before, const CacheView& after) {
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.storage() == b.storage() && a.dtype() == b.dtype() && a.shape() == b.shape() &&
+           a.strides() == b.strides() && a.layout().offset() == b.layout().offset();
+  };
+  auto describe = [](const Tensor& t) {
+    return absl::StrCat(DTypeName(t.dtype()), " ", t.layout().DebugString(), " storage ",
+                        absl::Hex(reinterpret_cast<uintptr_t>(t.storage().get())));
+  };
+  if (!same(before.k, after.k)) {
+    return absl::StrCat("k was ", describe(before.k), ", is ", describe(after.k));
+  }
+  if (!same(before.v, after.v)) {
+    return absl::StrCat("v was ", describe(before.v), ", is ", describe(after.v));
+  }
+  if (before.positions != after.positions) {
+    return absl::StrCat("positions were [", absl::StrJoin(before.positions, ","), "], are [",
+                        absl::StrJoin(after.positions, ","), "]");
+  }
+  return "";
 }
 
 void CheckMachine(const CacheMachineModel& model, const CacheMachineSut& sut, int acted) {

@@ -122,6 +122,7 @@ AppendTokens::AppendTokens(const Model& m, Kind kind) : kind_(kind), branch_(Pic
   if (m.strategy->per_row && *Uniform(0, 2) == 1) {
     for (int64_t b = 0; b < shape_.batch; ++b) active_.push_back(*Uniform(0, 3) != 2);
   }
+  into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append
 }
 
 void AppendTokens::checkPreconditions(const Model& m) const {
@@ -142,10 +143,17 @@ void AppendTokens::run(const Model& m0, Sut& sut) const {
   absl::StatusOr<Tensor> k = Materialize(k_);
   absl::StatusOr<Tensor> v = Materialize(v_);
   RC_ASSERT(k.ok() && v.ok());
-  absl::StatusOr<CacheView> view =
-      active_.empty()
-          ? cache.Append(*k, *v)
-          : cache.AppendActive(*k, *v, absl::Span<const bool>(active_.data(), active_.size()));
+  const absl::Span<const bool> active(active_.data(), active_.size());
+  absl::StatusOr<CacheView> view;
+  if (into_kept_view_) {
+    CacheView& kept = sut.kept_views[branch_];
+    const absl::Status status = active_.empty() ? cache.AppendInto(*k, *v, kept)
+                                                : cache.AppendActiveInto(*k, *v, active, kept);
+    if (!status.ok()) RC_FAIL(absl::StrCat("append into the kept view failed: ", status.ToString()));
+    view = kept;  // a copy: the saved view below must not follow the kept one
+  } else {
+    view = active_.empty() ? cache.Append(*k, *v) : cache.AppendActive(*k, *v, active);
+  }
   if (!view.ok()) RC_FAIL(absl::StrCat("append failed: ", view.status().ToString()));
   const Model m = nextState(m0);
   const reference::CacheModel& branch = m.branches[branch_].model;
@@ -169,6 +177,7 @@ void AppendTokens::run(const Model& m0, Sut& sut) const {
   NoteEvent(m.branches[branch_].reused_after_reset, "reset then reuse");
   NoteEvent(!k->is_contiguous(), "strided input");
   NoteEvent(std::count(active_.begin(), active_.end(), false) > 0, "inactive rows");
+  NoteEvent(into_kept_view_, "append into the kept view");
 }
 
 void AppendTokens::show(std::ostream& os) const {
@@ -178,6 +187,7 @@ void AppendTokens::show(std::ostream& os) const {
      << " D=" << shape_.head_dim << ", k buffer_order [" << absl::StrJoin(k_.buffer_order, ",")
      << "] padding [" << absl::StrJoin(k_.padding, ",") << "]";
   if (!active_.empty()) os << ", active [" << absl::StrJoin(active_, ",") << "]";
+  if (into_kept_view_) os << ", into the kept view";
   os << ")";
 }
 
@@ -219,6 +229,7 @@ void ForkBranch::apply(Model& m) const {
 void ForkBranch::run(const Model& m0, Sut& sut) const {
   sut.caches.push_back(sut.caches[branch_]->Fork());
   sut.last_views.push_back(sut.last_views[branch_]);
+  sut.kept_views.push_back(sut.kept_views[branch_]);
   CheckMachine(nextState(m0), sut, -1);
 }
 

@@ -61,6 +61,7 @@ class AppendTokens : public Command {
   int64_t seq_ = 1;
   TensorSpec k_, v_;
   absl::InlinedVector<bool, 4> active_;  // empty: every row
+  bool into_kept_view_ = false;          // AppendInto the branch's kept view (else Append)
 };
 
 struct Prefill : AppendTokens {
@@ -128,6 +129,7 @@ class BadAppend : public Command {
   int branch_;
   int kind_;
   int zero_dim_ = 0;  // the dimension set to 0 (kind "zero-size dim")
+  bool into_kept_view_ = false;  // AppendInto the branch's kept view, which must not change
 };
 
 }  // namespace kvcheck::properties::cache_machine

@@ -81,6 +81,7 @@ PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtyp
       if (!cache.ok()) RC_FAIL(absl::StrCat("create: ", cache.status().ToString()));
       sut.caches.push_back(*std::move(cache));
       sut.last_views.emplace_back();
+      sut.kept_views.emplace_back();
       std::set<std::string> events;
       EventScope scope(&events);
       Model state = initial;

@@ -187,14 +187,18 @@ void WriteTokens(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
   }
 }
 
-absl::StatusOr<CacheView> NarrowedView(const Tensor& k_buffer, const Tensor& v_buffer,
-                                       int64_t length) {
-  // All three members given: a parenthesised aggregate initialisation that leaves one out
-  // zero-fills the whole CacheView first (GCC 12), stores the copies then overwrite.
-  absl::StatusOr<CacheView> view(absl::in_place, k_buffer, v_buffer, std::vector<int64_t>());
-  view->k.Narrow(2, 0, length);
-  view->v.Narrow(2, 0, length);
-  return view;
+void NarrowedViewInto(const Tensor& k_buffer, const Tensor& v_buffer, int64_t length,
+                      CacheView& view) {
+  // Copy assignment, not a new tensor: std::shared_ptr's assignment from a pointer to the same
+  // control block leaves the count alone. Each count change is a locked instruction, which
+  // also waits for the append's row stores to drain from the store buffer: in the append
+  // benchmark, copying and dropping the view's two tensors cost 1.1-1.5 us per 30-layer step
+  // against a 2.7-4.0 us floor (2-core Intel Xeon VM).
+  view.k = k_buffer;
+  view.k.Narrow(2, 0, length);
+  view.v = v_buffer;
+  view.v.Narrow(2, 0, length);
+  view.positions.clear();
 }
 
 void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_before,

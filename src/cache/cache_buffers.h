@@ -81,13 +81,14 @@ void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot);
 void WriteTokens(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
                  const Tensor& v_buffer, int64_t slot, int64_t next_slot);
 
-// The view of slots [0, length) of the K and V buffers (B, KH, Cap, D), with no position
-// table, built where the caller receives it: each buffer's tensor is copied once, straight
-// into the returned view, and narrowed there. Strategies return it as a prvalue (or as their
-// one named StatusOr), so a decode step's view is never moved on its way to the caller.
+// Writes into `view` the view of slots [0, length) of the K and V buffers (B, KH, Cap, D),
+// with no position table (positions cleared, its capacity kept). Each buffer's tensor is
+// assigned into the view's and narrowed there: when the view already shows a buffer of the
+// same storage (the caller's view of the last append, KvCache::AppendInto), the assignment
+// copies the layout only, with no reference-count traffic.
 // REQUIRES: both buffers rank 4 with at least `length` slots.
-absl::StatusOr<CacheView> NarrowedView(const Tensor& k_buffer, const Tensor& v_buffer,
-                                       int64_t length);
+void NarrowedViewInto(const Tensor& k_buffer, const Tensor& v_buffer, int64_t length,
+                      CacheView& view);
 
 // Writes the last min(S, W) tokens of `chunk` (.., S, D) into the ring `buffer` (.., W, D)
 // along dimension 2, token at position p into slot p % W, given `length_before` tokens were

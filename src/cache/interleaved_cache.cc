@@ -88,10 +88,15 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-absl::StatusOr<CacheView> InterleavedCache::DoView() const {
-  const int64_t length = seq_len();
-  if (buffer_.rank() != 4) return CacheView{};
-  return cache_internal::NarrowedView(k_half_, v_half_, length);
+absl::StatusOr<CacheView> InterleavedCache::DoView() const { return NewViewInto(); }
+
+absl::Status InterleavedCache::DoViewInto(CacheView& view) const {
+  if (buffer_.rank() != 4) {
+    view = CacheView{};
+  } else {
+    cache_internal::NarrowedViewInto(k_half_, v_half_, seq_len(), view);
+  }
+  return absl::OkStatus();
 }
 
 Tensor InterleavedCache::InterleavedView() const { return buffer_.Narrowed(1, 0, seq_len()); }

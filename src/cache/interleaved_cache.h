@@ -41,6 +41,7 @@ class InterleavedCache : public KvCache {
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
   absl::StatusOr<CacheView> DoView() const override;
+  absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
 
   int64_t initial_capacity_;

@@ -41,9 +41,8 @@ inline bool KvCache::IsNextStep(const Tensor& k, const Tensor& v,
   return true;
 }
 
-inline absl::StatusOr<CacheView> KvCache::AdvanceAndView(int64_t seq,
-                                                         absl::Span<const bool> active,
-                                                         bool first) {
+inline absl::Status KvCache::AdvanceAndView(int64_t seq, absl::Span<const bool> active,
+                                            bool first, CacheView& view) {
   int64_t active_rows = 0;
   for (size_t b = 0; b < row_lengths_.size(); ++b) {
     if (active.empty() || active[b]) {
@@ -54,8 +53,8 @@ inline absl::StatusOr<CacheView> KvCache::AdvanceAndView(int64_t seq,
   const int64_t appended = 2 * active_rows * shape_->num_kv_heads * seq * shape_->head_dim *
                            DTypeSize(shape_->dtype);
   counters_.bytes_appended += appended;
-  absl::StatusOr<CacheView> view = DoView();
-  if (!view.ok()) {
+  absl::Status status = DoViewInto(view);
+  if (!status.ok()) {
     // Only strategies that never overwrite a visible token may fail here (kv_cache.h): the
     // written slots lie past the restored lengths, so the cache shows what it showed before.
     // Only this append's bytes_appended is taken back (DoAppend's own counts stay).
@@ -68,11 +67,11 @@ inline absl::StatusOr<CacheView> KvCache::AdvanceAndView(int64_t seq,
       row_lengths_.clear();
     }
   }
-  return view;
+  return status;
 }
 
-inline absl::StatusOr<CacheView> KvCache::Commit(const Tensor& k, const Tensor& v,
-                                                 absl::Span<const bool> active, bool first) {
+inline absl::Status KvCache::Commit(const Tensor& k, const Tensor& v,
+                                    absl::Span<const bool> active, bool first, CacheView& view) {
   if (absl::Status status = DoAppend(k, v, active); !status.ok()) {
     if (first) {
       shape_.reset();
@@ -80,7 +79,7 @@ inline absl::StatusOr<CacheView> KvCache::Commit(const Tensor& k, const Tensor& 
     }
     return status;
   }
-  return AdvanceAndView(k.dim(2), active, first);
+  return AdvanceAndView(k.dim(2), active, first, view);
 }
 
 absl::StatusOr<CacheView> KvCache::Append(const Tensor& k, const Tensor& v) {
@@ -89,25 +88,52 @@ absl::StatusOr<CacheView> KvCache::Append(const Tensor& k, const Tensor& v) {
 
 absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v,
                                                 absl::Span<const bool> active) {
+  // One named StatusOr, returned on every path: the view is built where the caller receives
+  // it (no move of the CacheView on the way out).
+  absl::StatusOr<CacheView> result(absl::in_place);
+  if (absl::Status status = AppendActiveInto(k, v, active, *result); !status.ok()) {
+    result = std::move(status);
+  }
+  return result;
+}
+
+absl::Status KvCache::AppendInto(const Tensor& k, const Tensor& v, CacheView& view) {
+  return AppendActiveInto(k, v, {}, view);
+}
+
+absl::Status KvCache::AppendActiveInto(const Tensor& k, const Tensor& v,
+                                       absl::Span<const bool> active, CacheView& view) {
   // The common case first: a decode or prefill step of the fixed shape passes every check in
   // a few compares, and the full validation below runs only for what is not such a step.
-  if (IsNextStep(k, v, active)) return Commit(k, v, active, /*first=*/false);
+  if (IsNextStep(k, v, active)) return Commit(k, v, active, /*first=*/false, view);
   KV_RETURN_IF_ERROR(Validate(k, v, active));
   const KvShape input{k.dim(0), k.dim(1), k.dim(3), k.dtype()};
   if (k.dim(2) == 0) {
-    if (shape_.has_value()) return DoView();  // nothing changed: a failure changes nothing
+    if (shape_.has_value()) return DoViewInto(view);  // nothing changed: nor does a failure
     CacheView empty;
     KV_ASSIGN_OR_RETURN(empty.k, Tensor::Zeros(input.dtype, {input.batch, input.num_kv_heads,
                                                              0, input.head_dim}));
     empty.v = empty.k.DeepCopy();
-    return empty;
+    view = std::move(empty);
+    return absl::OkStatus();
   }
   const bool first = !shape_.has_value();
   if (first) {
     shape_ = input;
     row_lengths_.assign(input.batch, 0);
   }
-  return Commit(k, v, active, first);
+  return Commit(k, v, active, first, view);
+}
+
+absl::Status KvCache::DoViewInto(CacheView& view) const {
+  KV_ASSIGN_OR_RETURN(view, DoView());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CacheView> KvCache::NewViewInto() const {
+  absl::StatusOr<CacheView> result(absl::in_place);
+  if (absl::Status status = DoViewInto(*result); !status.ok()) result = std::move(status);
+  return result;
 }
 
 absl::Status KvCache::Validate(const Tensor& k, const Tensor& v,

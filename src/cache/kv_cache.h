@@ -101,6 +101,16 @@ class KvCache {
   // advance. Only strategies with supports_inactive_rows() accept a false flag.
   absl::StatusOr<CacheView> AppendActive(const Tensor& k, const Tensor& v,
                                          absl::Span<const bool> active);
+  // As Append / AppendActive, with the visible set written into `view` instead of returned:
+  // on success `view` holds exactly what they would return; on error it is unchanged (and the
+  // cache too). For a decode loop that keeps one CacheView per cache and passes it to every
+  // append: while the cache's buffers stay the same, the view's tensors are updated in place
+  // (their layouts copied, no reference count touched, positions kept in their capacity).
+  // `view` may hold anything before (a default CacheView, a view of another cache); views
+  // copied from it earlier stay as they were.
+  absl::Status AppendInto(const Tensor& k, const Tensor& v, CacheView& view);
+  absl::Status AppendActiveInto(const Tensor& k, const Tensor& v, absl::Span<const bool> active,
+                                CacheView& view);
 
   // The visible K, V and positions without appending (empty tensors before the first append).
   // Errors: kResourceExhausted where the strategy must allocate to build the view (paged).
@@ -136,6 +146,13 @@ class KvCache {
   // that was visible before (no window): when the view of an append fails, Append restores
   // the row lengths and counters, so the cache shows exactly what it showed before.
   virtual absl::StatusOr<CacheView> DoView() const = 0;
+  // Writes the visible set into `view`, leaving `view` unchanged when it fails (the same
+  // failures as DoView). The default assigns DoView's result. Strategies whose view is their
+  // buffers narrowed override it (cache_internal::NarrowedViewInto) and return NewViewInto()
+  // from DoView.
+  virtual absl::Status DoViewInto(CacheView& view) const;
+  // DoViewInto into a new CacheView, built inside the returned StatusOr.
+  absl::StatusOr<CacheView> NewViewInto() const;
   // Drops the buffers (shape_ and row lengths are cleared by Reset itself).
   virtual void DoReset() = 0;
 
@@ -154,13 +171,12 @@ class KvCache {
   absl::Status Validate(const Tensor& k, const Tensor& v, absl::Span<const bool> active) const;
   // DoAppend, then AdvanceAndView; `first`: the shape was fixed by this append (a failure
   // clears it again).
-  absl::StatusOr<CacheView> Commit(const Tensor& k, const Tensor& v,
-                                   absl::Span<const bool> active, bool first);
-  // Advances the active rows by S and returns DoView, restoring the lengths and counters if
-  // the view fails. Every return returns one named StatusOr, so the view is built where the
-  // caller receives it (no move of the CacheView on the way out).
-  absl::StatusOr<CacheView> AdvanceAndView(int64_t seq, absl::Span<const bool> active,
-                                           bool first);
+  absl::Status Commit(const Tensor& k, const Tensor& v, absl::Span<const bool> active,
+                      bool first, CacheView& view);
+  // Advances the active rows by S and writes DoViewInto into `view`, restoring the lengths
+  // and counters if the view fails.
+  absl::Status AdvanceAndView(int64_t seq, absl::Span<const bool> active, bool first,
+                              CacheView& view);
 
   std::optional<KvShape> shape_;
   std::vector<int64_t> row_lengths_;

@@ -70,8 +70,11 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-absl::StatusOr<CacheView> PreallocCache::DoView() const {
-  return cache_internal::NarrowedView(k_buffer_, v_buffer_, seq_len());
+absl::StatusOr<CacheView> PreallocCache::DoView() const { return NewViewInto(); }
+
+absl::Status PreallocCache::DoViewInto(CacheView& view) const {
+  cache_internal::NarrowedViewInto(k_buffer_, v_buffer_, seq_len(), view);
+  return absl::OkStatus();
 }
 
 void PreallocCache::DoReset() {

@@ -39,6 +39,7 @@ class PreallocCache : public KvCache {
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
   absl::StatusOr<CacheView> DoView() const override;
+  absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
 
   int64_t initial_capacity_;

@@ -63,18 +63,20 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-absl::StatusOr<CacheView> RingCache::DoView() const {
+absl::StatusOr<CacheView> RingCache::DoView() const { return NewViewInto(); }
+
+absl::Status RingCache::DoViewInto(CacheView& view) const {
   const int64_t length = seq_len();
   const int64_t visible = std::min(length, window_);
-  absl::StatusOr<CacheView> view = cache_internal::NarrowedView(k_buffer_, v_buffer_, visible);
-  if (length <= window_) return view;  // not wrapped yet: slot j holds position j
+  cache_internal::NarrowedViewInto(k_buffer_, v_buffer_, visible, view);
+  if (length <= window_) return absl::OkStatus();  // not wrapped yet: slot j holds position j
   // Wrapped (visible == W): the oldest visible position, first = length - W, is in slot
   // first % W; the slots from there to the end hold first, first + 1, ..., and the slots
   // before it the positions after those (cache_internal::RingSlotPosition, without a modulo
   // per slot).
   const int64_t first = length - window_;
   const int64_t oldest_slot = first % window_;
-  std::vector<int64_t>& positions = view->positions;
+  std::vector<int64_t>& positions = view.positions;
   positions.resize(shape()->batch * visible);
   for (int64_t b = 0; b < shape()->batch; ++b) {
     int64_t* row = positions.data() + b * visible;
@@ -82,7 +84,7 @@ absl::StatusOr<CacheView> RingCache::DoView() const {
       row[slot] = first + slot - oldest_slot + (slot < oldest_slot ? window_ : 0);
     }
   }
-  return view;
+  return absl::OkStatus();
 }
 
 void RingCache::DoReset() {

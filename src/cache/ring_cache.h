@@ -37,6 +37,7 @@ class RingCache : public KvCache {
 
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;
   absl::StatusOr<CacheView> DoView() const override;
+  absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
 
   int64_t window_;

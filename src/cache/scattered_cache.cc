@@ -71,7 +71,9 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
-absl::StatusOr<CacheView> ScatteredCache::DoView() const {
+absl::StatusOr<CacheView> ScatteredCache::DoView() const { return NewViewInto(); }
+
+absl::Status ScatteredCache::DoViewInto(CacheView& view) const {
   const int64_t batch = shape()->batch;
   int64_t visible = 0;
   bool same_lengths = true;
@@ -79,11 +81,11 @@ absl::StatusOr<CacheView> ScatteredCache::DoView() const {
     visible = std::max(visible, std::min(row_seq_len(b), window_));
     same_lengths = same_lengths && row_seq_len(b) == row_seq_len(0);
   }
-  absl::StatusOr<CacheView> view = cache_internal::NarrowedView(k_buffer_, v_buffer_, visible);
+  cache_internal::NarrowedViewInto(k_buffer_, v_buffer_, visible, view);
   // Every row as long as the others and not wrapped: slot j holds position j everywhere, which
   // an empty table says (kv_cache.h) without a per-append O(length) table.
-  if (same_lengths && row_seq_len(0) <= window_) return view;
-  std::vector<int64_t>& positions = view->positions;
+  if (same_lengths && row_seq_len(0) <= window_) return absl::OkStatus();
+  std::vector<int64_t>& positions = view.positions;
   positions.assign(batch * visible, -1);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = row_seq_len(b);
@@ -92,7 +94,7 @@ absl::StatusOr<CacheView> ScatteredCache::DoView() const {
           length < window_ ? slot : RingSlotPosition(slot, length, window_);
     }
   }
-  return view;
+  return absl::OkStatus();
 }
 
 void ScatteredCache::DoReset() {
