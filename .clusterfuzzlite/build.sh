@@ -20,6 +20,7 @@ LIB_SRCS=(
   src/tensor/dtype.cc src/tensor/layout.cc src/tensor/storage.cc           # //src/tensor
   src/tensor/tensor.cc src/tensor/copy_ops.cc src/tensor/view_ops.cc
   src/cache/kv_cache.cc src/cache/cache_buffers.cc src/cache/registry.cc   # //src/cache
+  src/cache/copy_tokens.cc src/cache/slot_buffers.cc
   src/cache/prealloc_cache.cc src/cache/concat_cache.cc src/cache/ring_cache.cc
   src/cache/interleaved_cache.cc src/cache/scattered_cache.cc src/cache/paged_cache.cc
   src/attention/attention_params.cc src/attention/naive_attention.cc       # //src/attention

@@ -10,7 +10,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "src/base/poison_unused.h"
+#include "src/cache/copy_tokens.h"
 #include "src/cache/kv_cache.h"
+#include "src/cache/slot_buffers.h"
 #include "src/tensor/tensor.h"
 
 namespace kvcheck::cache_internal {
@@ -30,8 +32,7 @@ void FillNaN(const Tensor& view);
 //
 // Checks that holding `bytes` bytes (nullopt: the count overflowed) stays within `budget`.
 // Errors: kResourceExhausted naming the strategy, the bytes and the budget.
-absl::Status CheckStorageBudget(const char* strategy, std::optional<int64_t> bytes,
-                                int64_t budget);
+absl::Status CheckStorageBudget(const char* strategy, std::optional<int64_t> bytes, int64_t budget);
 
 // Bytes one token slot takes in a cache's K and V buffers: 2 * B * KH * D * element size.
 int64_t SlotBytes(const KvShape& shape);
@@ -56,40 +57,6 @@ inline int64_t RingSlotPosition(int64_t slot, int64_t length, int64_t window) {
   return first + ((slot - first % window) % window + window) % window;
 }
 
-// Copies tokens [src_first, src_first + count) of `src` (B, KH, S, D) into slots
-// [dst_slot, dst_slot + count) of `dst` (B, KH, Cap, D), for every batch row and head: the
-// append hot path, a memcpy per (row, head) run when the token rows are contiguous on both
-// sides, element by element otherwise. Both may be views with any strides.
-// REQUIRES: same dtype, equal B, KH and D, ranges within bounds (validated by the caller);
-// src and dst do not overlap.
-void CopyTokens(const Tensor& src, int64_t src_first, int64_t count, const Tensor& dst,
-                int64_t dst_slot);
-
-// Asks the CPU to fetch, for writing, the cache lines of slot `slot` of `buffer`
-// (B, KH, Cap, D) for every batch row and head: the next decode step writes there. A slot
-// row of a fresh buffer is rarely in cache, and the refcount updates of the returned views
-// (locked instructions) wait for pending stores, so without the prefetch every append pays a
-// full memory round trip. A no-op if slot is out of range.
-void PrefetchSlotForWrite(const Tensor& buffer, int64_t slot);
-
-// A step's write: tokens [0, S) of `k` and `v` (B, KH, S, D) into slots [slot, slot + S) of
-// `k_buffer` and `v_buffer` (B, KH, Cap, D), then PrefetchSlotForWrite(next_slot) on both.
-// The decode step (S == 1, each row contiguous on both sides) takes one pass: the layouts
-// are read once, and K's and V's rows are copied and the next slot's lines prefetched in the
-// loops the floor of bench/cache_append_benchmark.cc runs; anything else is CopyTokens.
-// REQUIRES: as CopyTokens, for K and for V.
-void WriteTokens(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
-                 const Tensor& v_buffer, int64_t slot, int64_t next_slot);
-
-// Writes into `view` the view of slots [0, length) of the K and V buffers (B, KH, Cap, D),
-// with no position table (positions cleared, its capacity kept). Each buffer's tensor is
-// assigned into the view's and narrowed there: when the view already shows a buffer of the
-// same storage (the caller's view of the last append, KvCache::AppendInto), the assignment
-// copies the layout only, with no reference-count traffic.
-// REQUIRES: both buffers rank 4 with at least `length` slots.
-void NarrowedViewInto(const Tensor& k_buffer, const Tensor& v_buffer, int64_t length,
-                      CacheView& view);
-
 // Writes the last min(S, W) tokens of `chunk` (.., S, D) into the ring `buffer` (.., W, D)
 // along dimension 2, token at position p into slot p % W, given `length_before` tokens were
 // appended before the chunk. Wraps in at most two copies.
@@ -98,12 +65,12 @@ void WriteRingChunk(const Tensor& buffer, const Tensor& chunk, int64_t length_be
                     int64_t window);
 
 // A step written in place into a ring's K and V buffers (.., W, D), `length_before` tokens
-// appended before it: a decode step (S == 1) through WriteTokens, a longer chunk through
-// WriteRingChunk; then the slot the next token goes to is prefetched for writing (its stores
-// would otherwise wait for the cold line in the next append). The ring and scattered caches'
-// common step. REQUIRES: as CopyTokens, for K and for V.
-void WriteRingStep(const Tensor& k, const Tensor& v, const Tensor& k_buffer,
-                   const Tensor& v_buffer, int64_t length_before, int64_t window);
+// appended before it: a decode step (S == 1) through SlotBuffers::Write, a longer chunk
+// through WriteRingChunk; then the slot the next token goes to is prefetched for writing (its
+// stores would otherwise wait for the cold line in the next append). The ring and scattered
+// caches' common step. REQUIRES: as CopyTokens, for K and for V; buffers.slots() == window.
+void WriteRingStep(const Tensor& k, const Tensor& v, const SlotBuffers& buffers,
+                   int64_t length_before, int64_t window);
 
 // Copy-on-write flag behind cheap Forks, for strategies whose views share the cache's
 // buffers. Fork marks both caches (the original through a mutable member, since Fork is

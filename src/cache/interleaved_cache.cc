@@ -19,8 +19,8 @@ Tensor InterleavedHalf(const Tensor& buffer, bool is_value) {
   const Dims& s = buffer.strides();
   const int64_t shape[] = {buffer.dim(0), buffer.dim(2), buffer.dim(1), head_dim};
   const int64_t strides[] = {s[0], s[2], s[1], s[3]};
-  absl::StatusOr<Layout> layout = Layout::Strided(
-      shape, strides, buffer.layout().offset() + (is_value ? head_dim * s[3] : 0));
+  absl::StatusOr<Layout> layout =
+      Layout::Strided(shape, strides, buffer.layout().offset() + (is_value ? head_dim * s[3] : 0));
   KV_CHECK(layout.ok());
   absl::StatusOr<Tensor> half = Tensor::View(buffer.storage(), *std::move(layout));
   KV_CHECK(half.ok());
@@ -29,9 +29,9 @@ Tensor InterleavedHalf(const Tensor& buffer, bool is_value) {
 
 absl::StatusOr<std::unique_ptr<KvCache>> InterleavedCache::Create(const CacheConfig& config) {
   if (config.initial_capacity < 0 || config.initial_capacity > kMaxSequenceLength) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "interleaved: initial capacity ", config.initial_capacity, " is outside [0, ",
-        kMaxSequenceLength, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("interleaved: initial capacity ",
+                                                   config.initial_capacity, " is outside [0, ",
+                                                   kMaxSequenceLength, "]"));
   }
   return std::unique_ptr<KvCache>(
       new InterleavedCache(config.initial_capacity, StorageBudget(config)));
@@ -50,7 +50,7 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
     // The common step: write in place (validated shapes: the copies cannot fail), then start
     // fetching the position row the next step writes.
-    cache_internal::WriteTokens(k, v, k_half_, v_half_, length, needed);
+    halves_.Write(k, v, length, needed);
     return absl::OkStatus();
   }
   Tensor target = buffer_;
@@ -60,9 +60,9 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   const int64_t slot_bytes = cache_internal::SlotBytes(shape);
   if (grow || share_.shared()) {
     if (grow) {
-      KV_ASSIGN_OR_RETURN(capacity, cache_internal::GrownCapacity(name(), capacity_,
-                                                                 initial_capacity_, needed,
-                                                                 slot_bytes, budget_));
+      KV_ASSIGN_OR_RETURN(
+          capacity, cache_internal::GrownCapacity(name(), capacity_, initial_capacity_, needed,
+                                                  slot_bytes, budget_));
     }
     const int64_t dims[] = {shape.batch, capacity, shape.num_kv_heads, 2 * shape.head_dim};
     KV_ASSIGN_OR_RETURN(target, AllocateBuffer(shape.dtype, dims, counters));
@@ -80,8 +80,7 @@ absl::Status InterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   cache_internal::CopyTokens(v, 0, v.dim(2), v_half, length);
   if (!target.SharesStorageWith(buffer_)) share_.Clear();
   buffer_ = std::move(target);
-  k_half_ = std::move(k_half);
-  v_half_ = std::move(v_half);
+  halves_ = cache_internal::SlotBuffers(std::move(k_half), std::move(v_half));
   capacity_ = capacity;
   counters_ = counters;
   counters_.bytes_held = capacity * slot_bytes;
@@ -94,7 +93,7 @@ absl::Status InterleavedCache::DoViewInto(CacheView& view) const {
   if (buffer_.rank() != 4) {
     view = CacheView{};
   } else {
-    cache_internal::NarrowedViewInto(k_half_, v_half_, seq_len(), view);
+    halves_.ViewInto(seq_len(), view);
   }
   return absl::OkStatus();
 }
@@ -103,8 +102,7 @@ Tensor InterleavedCache::InterleavedView() const { return buffer_.Narrowed(1, 0,
 
 void InterleavedCache::DoReset() {
   buffer_ = Tensor();
-  k_half_ = Tensor();
-  v_half_ = Tensor();
+  halves_ = cache_internal::SlotBuffers();
   capacity_ = 0;
   counters_.bytes_held = 0;
   share_.Clear();

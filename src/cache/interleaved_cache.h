@@ -43,6 +43,9 @@ class InterleavedCache : public KvCache {
   absl::StatusOr<CacheView> DoView() const override;
   absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
+  const cache_internal::SlotBuffers* InPlaceStepBuffers() const override {
+    return capacity_ > 0 && !share_.shared() ? &halves_ : nullptr;
+  }
 
   int64_t initial_capacity_;
   int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
@@ -50,7 +53,7 @@ class InterleavedCache : public KvCache {
   Tensor buffer_;  // (B, capacity, KH, 2D)
   // InterleavedHalf(buffer_, false / true), made once per buffer: a decode step would
   // otherwise build both strided layouts twice (append and view) for a one-token write.
-  Tensor k_half_, v_half_;
+  cache_internal::SlotBuffers halves_;
   cache_internal::CopyOnWrite share_;
 };
 

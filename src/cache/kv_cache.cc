@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/cache/slot_buffers.h"
 #include "src/tensor/storage.h"
 
 namespace kvcheck {
@@ -41,8 +42,24 @@ inline bool KvCache::IsNextStep(const Tensor& k, const Tensor& v,
   return true;
 }
 
-inline absl::Status KvCache::AdvanceAndView(int64_t seq, absl::Span<const bool> active,
-                                            bool first, CacheView& view) {
+inline bool KvCache::TryInPlaceStep(const Tensor& k, const Tensor& v, CacheView& view) {
+  const cache_internal::SlotBuffers* buffers = InPlaceStepBuffers();
+  if (buffers == nullptr) return false;
+  const int64_t slot = row_lengths_[0];  // every row's: InPlaceStepBuffers' contract
+  if (slot >= buffers->slots() || !buffers->IsRowStep(k, v)) return false;
+  // The bookkeeping first, the copies last: the copies' stores go to lines that may still be
+  // on their way from memory, and a load issued after a store whose address matches it in
+  // the low 12 bits waits for that store (4K aliasing). Loads of the cache's members and the
+  // view after the copies were half of a step's time in the append benchmark.
+  for (int64_t& length : row_lengths_) ++length;
+  counters_.bytes_appended += 2 * k.num_elements() * DTypeSize(k.dtype());
+  buffers->ViewInto(slot + 1, view);
+  buffers->WriteStep(k, v, slot, slot + 1);
+  return true;
+}
+
+inline absl::Status KvCache::AdvanceAndView(int64_t seq, absl::Span<const bool> active, bool first,
+                                            CacheView& view) {
   int64_t active_rows = 0;
   for (size_t b = 0; b < row_lengths_.size(); ++b) {
     if (active.empty() || active[b]) {
@@ -50,8 +67,8 @@ inline absl::Status KvCache::AdvanceAndView(int64_t seq, absl::Span<const bool> 
       ++active_rows;
     }
   }
-  const int64_t appended = 2 * active_rows * shape_->num_kv_heads * seq * shape_->head_dim *
-                           DTypeSize(shape_->dtype);
+  const int64_t appended =
+      2 * active_rows * shape_->num_kv_heads * seq * shape_->head_dim * DTypeSize(shape_->dtype);
   counters_.bytes_appended += appended;
   absl::Status status = DoViewInto(view);
   if (!status.ok()) {
@@ -70,8 +87,8 @@ inline absl::Status KvCache::AdvanceAndView(int64_t seq, absl::Span<const bool> 
   return status;
 }
 
-inline absl::Status KvCache::Commit(const Tensor& k, const Tensor& v,
-                                    absl::Span<const bool> active, bool first, CacheView& view) {
+inline absl::Status KvCache::Commit(const Tensor& k, const Tensor& v, absl::Span<const bool> active,
+                                    bool first, CacheView& view) {
   if (absl::Status status = DoAppend(k, v, active); !status.ok()) {
     if (first) {
       shape_.reset();
@@ -105,14 +122,25 @@ absl::Status KvCache::AppendActiveInto(const Tensor& k, const Tensor& v,
                                        absl::Span<const bool> active, CacheView& view) {
   // The common case first: a decode or prefill step of the fixed shape passes every check in
   // a few compares, and the full validation below runs only for what is not such a step.
-  if (IsNextStep(k, v, active)) return Commit(k, v, active, /*first=*/false, view);
+  if (IsNextStep(k, v, active)) {
+    if (k.dim(2) == 1 && TryInPlaceStep(k, v, view)) return absl::OkStatus();
+    return Commit(k, v, active, /*first=*/false, view);
+  }
+  return AppendOther(k, v, active, view);
+}
+
+// Out of line (and not inlined): its locals (a KvShape, a CacheView, statuses) would
+// otherwise give the decode step above a frame of about 900 bytes to set up.
+[[gnu::noinline]] absl::Status KvCache::AppendOther(const Tensor& k, const Tensor& v,
+                                                    absl::Span<const bool> active,
+                                                    CacheView& view) {
   KV_RETURN_IF_ERROR(Validate(k, v, active));
   const KvShape input{k.dim(0), k.dim(1), k.dim(3), k.dtype()};
   if (k.dim(2) == 0) {
     if (shape_.has_value()) return DoViewInto(view);  // nothing changed: nor does a failure
     CacheView empty;
-    KV_ASSIGN_OR_RETURN(empty.k, Tensor::Zeros(input.dtype, {input.batch, input.num_kv_heads,
-                                                             0, input.head_dim}));
+    KV_ASSIGN_OR_RETURN(
+        empty.k, Tensor::Zeros(input.dtype, {input.batch, input.num_kv_heads, 0, input.head_dim}));
     empty.v = empty.k.DeepCopy();
     view = std::move(empty);
     return absl::OkStatus();
@@ -151,13 +179,12 @@ absl::Status KvCache::Validate(const Tensor& k, const Tensor& v,
   const KvShape input{k.dim(0), k.dim(1), k.dim(3), k.dtype()};
   const int64_t seq = k.dim(2);
   if (input.batch == 0 || input.num_kv_heads == 0 || input.head_dim == 0) {
-    return absl::InvalidArgumentError(Message(name(), "zero-size dimension in ",
-                                              DimsToString(k.shape()),
-                                              " (B, KH and D must be >= 1)"));
+    return absl::InvalidArgumentError(Message(
+        name(), "zero-size dimension in ", DimsToString(k.shape()), " (B, KH and D must be >= 1)"));
   }
   if (!active.empty() && static_cast<int64_t>(active.size()) != input.batch) {
-    return absl::InvalidArgumentError(Message(name(), active.size(), " active flags for ",
-                                              input.batch, " batch rows"));
+    return absl::InvalidArgumentError(
+        Message(name(), active.size(), " active flags for ", input.batch, " batch rows"));
   }
   bool any_inactive = false;
   for (bool a : active) any_inactive = any_inactive || !a;
@@ -166,11 +193,11 @@ absl::Status KvCache::Validate(const Tensor& k, const Tensor& v,
                                             "inactive rows need a per-row strategy (scattered)"));
   }
   if (shape_.has_value() && !(*shape_ == input)) {
-    return absl::FailedPreconditionError(Message(
-        name(), "got ", DTypeName(input.dtype), " (B, KH, D) = (", input.batch, ", ",
-        input.num_kv_heads, ", ", input.head_dim, ") but the cache holds ",
-        DTypeName(shape_->dtype), " (", shape_->batch, ", ", shape_->num_kv_heads, ", ",
-        shape_->head_dim, ")"));
+    return absl::FailedPreconditionError(
+        Message(name(), "got ", DTypeName(input.dtype), " (B, KH, D) = (", input.batch, ", ",
+                input.num_kv_heads, ", ", input.head_dim, ") but the cache holds ",
+                DTypeName(shape_->dtype), " (", shape_->batch, ", ", shape_->num_kv_heads, ", ",
+                shape_->head_dim, ")"));
   }
   for (int64_t b = 0; b < input.batch; ++b) {
     const int64_t length = shape_.has_value() ? row_lengths_[b] : 0;

@@ -46,28 +46,18 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "src/cache/cache_config.h"
+#include "src/cache/cache_view.h"
 #include "src/tensor/tensor.h"
 
 namespace kvcheck {
 
+namespace cache_internal {
+class SlotBuffers;
+}  // namespace cache_internal
+
 // The most tokens a batch row may receive between resets (about 10^12): positions and
 // capacities stay far from int64_t overflow.
 inline constexpr int64_t kMaxSequenceLength = int64_t{1} << 40;
-
-// What an append returns.
-struct CacheView {
-  Tensor k;  // (B, KH, L, D)
-  Tensor v;  // (B, KH, L, D)
-  // (B, L) row-major: absolute position of slot j of batch row b; -1 marks an empty slot
-  // (its K/V are meaningless and attention must skip it). Empty when slot j holds position j
-  // in every row (no wrap, no per-row lengths): the common case costs no table, and attention
-  // treats empty kv_positions the same way.
-  std::vector<int64_t> positions;
-  int64_t length() const { return k.rank() == 4 ? k.dim(2) : 0; }
-  int64_t position(int64_t b, int64_t j) const {
-    return positions.empty() ? j : positions[b * length() + j];
-  }
-};
 
 // The shape fixed by the first append.
 struct KvShape {
@@ -148,13 +138,21 @@ class KvCache {
   virtual absl::StatusOr<CacheView> DoView() const = 0;
   // Writes the visible set into `view`, leaving `view` unchanged when it fails (the same
   // failures as DoView). The default assigns DoView's result. Strategies whose view is their
-  // buffers narrowed override it (cache_internal::NarrowedViewInto) and return NewViewInto()
-  // from DoView.
+  // buffers narrowed override it (cache_internal::SlotBuffers::ViewInto) and return
+  // NewViewInto() from DoView.
   virtual absl::Status DoViewInto(CacheView& view) const;
   // DoViewInto into a new CacheView, built inside the returned StatusOr.
   absl::StatusOr<CacheView> NewViewInto() const;
   // Drops the buffers (shape_ and row lengths are cleared by Reset itself).
   virtual void DoReset() = 0;
+  // The decode fast path: the buffers the next step of one token to every row (each row
+  // contiguous) may be written into in place, at slot seq_len() when that is below their
+  // slots(), with exactly this effect: DoAppend would write there and change nothing else,
+  // and DoViewInto would then be the buffers narrowed to the new length with no position
+  // table. KvCache then writes and views through them itself, without DoAppend and
+  // DoViewInto. nullptr where such a step needs the strategy (no buffers yet, a copy-on-write
+  // pending after a Fork, rows of different lengths). Default: nullptr.
+  virtual const cache_internal::SlotBuffers* InPlaceStepBuffers() const { return nullptr; }
 
   // Row lengths and counters as of the last successful append.
   const std::vector<int64_t>& row_lengths() const { return row_lengths_; }
@@ -167,12 +165,19 @@ class KvCache {
   // every row of a cache whose shape is fixed: the decode step, checked in a few compares
   // before the full validation (which an input that is not such a step goes through).
   bool IsNextStep(const Tensor& k, const Tensor& v, absl::Span<const bool> active) const;
+  // For a step IsNextStep accepted: writes it through InPlaceStepBuffers, advances every row
+  // by one and views, and returns true; false (nothing done) where that path does not apply.
+  bool TryInPlaceStep(const Tensor& k, const Tensor& v, CacheView& view);
+  // AppendActiveInto for what IsNextStep does not accept: validation, S == 0, the first
+  // append after construction or Reset.
+  absl::Status AppendOther(const Tensor& k, const Tensor& v, absl::Span<const bool> active,
+                           CacheView& view);
   // The checks of AppendActive, in the order that decides which error an input gets.
   absl::Status Validate(const Tensor& k, const Tensor& v, absl::Span<const bool> active) const;
   // DoAppend, then AdvanceAndView; `first`: the shape was fixed by this append (a failure
   // clears it again).
-  absl::Status Commit(const Tensor& k, const Tensor& v, absl::Span<const bool> active,
-                      bool first, CacheView& view);
+  absl::Status Commit(const Tensor& k, const Tensor& v, absl::Span<const bool> active, bool first,
+                      CacheView& view);
   // Advances the active rows by S and writes DoViewInto into `view`, restoring the lengths
   // and counters if the view fails.
   absl::Status AdvanceAndView(int64_t seq, absl::Span<const bool> active, bool first,

@@ -14,9 +14,9 @@ using cache_internal::AllocateBuffer;
 
 absl::StatusOr<std::unique_ptr<KvCache>> PreallocCache::Create(const CacheConfig& config) {
   if (config.initial_capacity < 0 || config.initial_capacity > kMaxSequenceLength) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "prealloc: initial capacity ", config.initial_capacity, " is outside [0, ",
-        kMaxSequenceLength, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("prealloc: initial capacity ",
+                                                   config.initial_capacity, " is outside [0, ",
+                                                   kMaxSequenceLength, "]"));
   }
   return std::unique_ptr<KvCache>(
       new PreallocCache(config.initial_capacity, StorageBudget(config)));
@@ -35,7 +35,7 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   if (capacity_ > 0 && needed <= capacity_ && !share_.shared()) {
     // The common decode step: write in place, nothing to allocate or copy. Shapes were
     // validated by KvCache::AppendActive, so the copies cannot fail (and check that).
-    cache_internal::WriteTokens(k, v, k_buffer_, v_buffer_, length, needed);
+    buffers_.Write(k, v, length, needed);
     return absl::OkStatus();
   }
   // New buffers: first allocation, geometric growth, or copy-on-write after a Fork. The work
@@ -44,16 +44,17 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   int64_t capacity = capacity_;
   const int64_t slot_bytes = cache_internal::SlotBytes(shape);
   if (grow) {
-    KV_ASSIGN_OR_RETURN(capacity, cache_internal::GrownCapacity(name(), capacity_, initial_capacity_,
-                                                               needed, slot_bytes, budget_));
+    KV_ASSIGN_OR_RETURN(capacity,
+                        cache_internal::GrownCapacity(name(), capacity_, initial_capacity_, needed,
+                                                      slot_bytes, budget_));
   }
   CacheCounters counters = counters_;
   const int64_t dims[] = {shape.batch, shape.num_kv_heads, capacity, shape.head_dim};
   KV_ASSIGN_OR_RETURN(Tensor k_target, AllocateBuffer(shape.dtype, dims, counters));
   KV_ASSIGN_OR_RETURN(Tensor v_target, AllocateBuffer(shape.dtype, dims, counters));
   if (length > 0) {
-    KV_ASSIGN_OR_RETURN(Tensor k_old, Narrow(k_buffer_, 2, 0, length));
-    KV_ASSIGN_OR_RETURN(Tensor v_old, Narrow(v_buffer_, 2, 0, length));
+    KV_ASSIGN_OR_RETURN(Tensor k_old, Narrow(buffers_.k(), 2, 0, length));
+    KV_ASSIGN_OR_RETURN(Tensor v_old, Narrow(buffers_.v(), 2, 0, length));
     KV_RETURN_IF_ERROR(SliceSet(k_target, k_old, 2, 0));
     KV_RETURN_IF_ERROR(SliceSet(v_target, v_old, 2, 0));
     const int64_t copied = 2 * k_old.num_elements() * DTypeSize(shape.dtype);
@@ -62,8 +63,7 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
   cache_internal::CopyTokens(k, 0, k.dim(2), k_target, length);
   cache_internal::CopyTokens(v, 0, v.dim(2), v_target, length);
   share_.Clear();
-  k_buffer_ = std::move(k_target);
-  v_buffer_ = std::move(v_target);
+  buffers_ = cache_internal::SlotBuffers(std::move(k_target), std::move(v_target));
   capacity_ = capacity;
   counters_ = counters;
   counters_.bytes_held = capacity * slot_bytes;
@@ -73,13 +73,12 @@ absl::Status PreallocCache::DoAppend(const Tensor& k, const Tensor& v,
 absl::StatusOr<CacheView> PreallocCache::DoView() const { return NewViewInto(); }
 
 absl::Status PreallocCache::DoViewInto(CacheView& view) const {
-  cache_internal::NarrowedViewInto(k_buffer_, v_buffer_, seq_len(), view);
+  buffers_.ViewInto(seq_len(), view);
   return absl::OkStatus();
 }
 
 void PreallocCache::DoReset() {
-  k_buffer_ = Tensor();
-  v_buffer_ = Tensor();
+  buffers_ = cache_internal::SlotBuffers();
   capacity_ = 0;
   counters_.bytes_held = 0;
   share_.Clear();

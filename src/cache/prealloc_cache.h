@@ -41,12 +41,14 @@ class PreallocCache : public KvCache {
   absl::StatusOr<CacheView> DoView() const override;
   absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
+  const cache_internal::SlotBuffers* InPlaceStepBuffers() const override {
+    return capacity_ > 0 && !share_.shared() ? &buffers_ : nullptr;
+  }
 
   int64_t initial_capacity_;
-  int64_t budget_;        // storage budget in bytes (CacheConfig::max_bytes)
-  int64_t capacity_ = 0;  // slots in k_buffer_ / v_buffer_ (0: not allocated)
-  Tensor k_buffer_;
-  Tensor v_buffer_;
+  int64_t budget_;                       // storage budget in bytes (CacheConfig::max_bytes)
+  int64_t capacity_ = 0;                 // slots in the buffers (0: not allocated)
+  cache_internal::SlotBuffers buffers_;  // K and V, (B, KH, capacity, D) once allocated
   cache_internal::CopyOnWrite share_;
 };
 

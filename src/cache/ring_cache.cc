@@ -16,8 +16,8 @@ using cache_internal::WriteRingChunk;
 
 absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& config) {
   if (config.window < 1 || config.window > kMaxSequenceLength) {
-    return absl::InvalidArgumentError(absl::StrCat("ring: window ", config.window,
-                                                   " is outside [1, ", kMaxSequenceLength, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring: window ", config.window, " is outside [1, ", kMaxSequenceLength, "]"));
   }
   return std::unique_ptr<KvCache>(new RingCache(config.window, StorageBudget(config)));
 }
@@ -31,33 +31,30 @@ absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
                                  absl::Span<const bool> /*active: all rows*/) {
   const KvShape& shape = *this->shape();
   const int64_t length = seq_len();
-  if (k_buffer_.rank() == 4 && !share_.shared()) {
+  if (!buffers_.empty() && !share_.shared()) {
     // The common step: write in place (validated shapes: the copies cannot fail), then start
     // fetching the slot the next step writes.
-    cache_internal::WriteRingStep(k, v, k_buffer_, v_buffer_, length, window_);
+    cache_internal::WriteRingStep(k, v, buffers_, length, window_);
     return absl::OkStatus();
   }
-  Tensor k_target = k_buffer_, v_target = v_buffer_;
+  // First append, or copy-on-write after a Fork: new buffers, built on locals; the members
+  // change only once nothing can fail.
   CacheCounters counters = counters_;
-  if (k_buffer_.rank() != 4 || share_.shared()) {
-    // First append, or copy-on-write after a Fork: new buffers, built on locals.
-    const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
-    KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
-        name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
-    KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
-    KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
-    if (k_buffer_.rank() == 4) {
-      KV_RETURN_IF_ERROR(CopyInto(k_target, k_buffer_));
-      KV_RETURN_IF_ERROR(CopyInto(v_target, v_buffer_));
-      counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
-    }
+  const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
+  KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
+      name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
+  KV_ASSIGN_OR_RETURN(Tensor k_target, AllocateBuffer(shape.dtype, dims, counters));
+  KV_ASSIGN_OR_RETURN(Tensor v_target, AllocateBuffer(shape.dtype, dims, counters));
+  if (!buffers_.empty()) {
+    KV_RETURN_IF_ERROR(CopyInto(k_target, buffers_.k()));
+    KV_RETURN_IF_ERROR(CopyInto(v_target, buffers_.v()));
+    counters.bytes_other_copied += 2 * buffers_.k().num_elements() * DTypeSize(shape.dtype);
   }
   // Validated shapes: the copies cannot fail (CopyTokens checks), so K and V stay in step.
   WriteRingChunk(k_target, k, length, window_);
   WriteRingChunk(v_target, v, length, window_);
-  if (!k_target.SharesStorageWith(k_buffer_)) share_.Clear();
-  k_buffer_ = std::move(k_target);
-  v_buffer_ = std::move(v_target);
+  share_.Clear();
+  buffers_ = cache_internal::SlotBuffers(std::move(k_target), std::move(v_target));
   counters_ = counters;
   counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   return absl::OkStatus();
@@ -68,7 +65,7 @@ absl::StatusOr<CacheView> RingCache::DoView() const { return NewViewInto(); }
 absl::Status RingCache::DoViewInto(CacheView& view) const {
   const int64_t length = seq_len();
   const int64_t visible = std::min(length, window_);
-  cache_internal::NarrowedViewInto(k_buffer_, v_buffer_, visible, view);
+  buffers_.ViewInto(visible, view);
   if (length <= window_) return absl::OkStatus();  // not wrapped yet: slot j holds position j
   // Wrapped (visible == W): the oldest visible position, first = length - W, is in slot
   // first % W; the slots from there to the end hold first, first + 1, ..., and the slots
@@ -88,8 +85,7 @@ absl::Status RingCache::DoViewInto(CacheView& view) const {
 }
 
 void RingCache::DoReset() {
-  k_buffer_ = Tensor();
-  v_buffer_ = Tensor();
+  buffers_ = cache_internal::SlotBuffers();
   counters_.bytes_held = 0;
   share_.Clear();
 }

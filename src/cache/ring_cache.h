@@ -28,7 +28,7 @@ class RingCache : public KvCache {
 
   const char* name() const override { return "ring"; }
   std::unique_ptr<KvCache> Fork() const override;
-  int64_t capacity() const override { return k_buffer_.rank() == 4 ? window_ : 0; }
+  int64_t capacity() const override { return buffers_.empty() ? 0 : window_; }
   int64_t window() const { return window_; }
 
  private:
@@ -39,11 +39,14 @@ class RingCache : public KvCache {
   absl::StatusOr<CacheView> DoView() const override;
   absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
+  // Until the ring wraps (slot seq_len() < W, which KvCache checks): slot j holds position j.
+  const cache_internal::SlotBuffers* InPlaceStepBuffers() const override {
+    return buffers_.empty() || share_.shared() ? nullptr : &buffers_;
+  }
 
   int64_t window_;
-  int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
-  Tensor k_buffer_;  // (B, KH, W, D) once allocated
-  Tensor v_buffer_;
+  int64_t budget_;                       // storage budget in bytes (CacheConfig::max_bytes)
+  cache_internal::SlotBuffers buffers_;  // K and V, (B, KH, W, D) once allocated
   cache_internal::CopyOnWrite share_;
 };
 

@@ -31,7 +31,7 @@ std::unique_ptr<KvCache> ScatteredCache::Fork() const {
 absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
                                       absl::Span<const bool> active) {
   const KvShape& shape = *this->shape();
-  if (k_buffer_.rank() != 4 || share_.shared()) {
+  if (buffers_.empty() || share_.shared()) {
     // First append, or copy-on-write after a Fork: new buffers, built on locals; the members
     // change only once nothing can fail, and the writes below cannot.
     Tensor k_target, v_target;
@@ -41,14 +41,13 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
         name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
     KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
     KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
-    if (k_buffer_.rank() == 4) {
-      KV_RETURN_IF_ERROR(CopyInto(k_target, k_buffer_));
-      KV_RETURN_IF_ERROR(CopyInto(v_target, v_buffer_));
-      counters.bytes_other_copied += 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
+    if (!buffers_.empty()) {
+      KV_RETURN_IF_ERROR(CopyInto(k_target, buffers_.k()));
+      KV_RETURN_IF_ERROR(CopyInto(v_target, buffers_.v()));
+      counters.bytes_other_copied += 2 * buffers_.k().num_elements() * DTypeSize(shape.dtype);
     }
     share_.Clear();
-    k_buffer_ = std::move(k_target);
-    v_buffer_ = std::move(v_target);
+    buffers_ = cache_internal::SlotBuffers(std::move(k_target), std::move(v_target));
     counters_ = counters;
     counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   }
@@ -60,13 +59,13 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
     together = together && (active.empty() || active[b]) && row_seq_len(b) == row_seq_len(0);
   }
   if (together) {  // as the ring cache's step, the next slot prefetched
-    cache_internal::WriteRingStep(k, v, k_buffer_, v_buffer_, row_seq_len(0), window_);
+    cache_internal::WriteRingStep(k, v, buffers_, row_seq_len(0), window_);
     return absl::OkStatus();
   }
   for (int64_t b = 0; b < shape.batch; ++b) {
     if (!active.empty() && !active[b]) continue;
-    WriteRingChunk(k_buffer_.Narrowed(0, b, 1), k.Narrowed(0, b, 1), row_seq_len(b), window_);
-    WriteRingChunk(v_buffer_.Narrowed(0, b, 1), v.Narrowed(0, b, 1), row_seq_len(b), window_);
+    WriteRingChunk(buffers_.k().Narrowed(0, b, 1), k.Narrowed(0, b, 1), row_seq_len(b), window_);
+    WriteRingChunk(buffers_.v().Narrowed(0, b, 1), v.Narrowed(0, b, 1), row_seq_len(b), window_);
   }
   return absl::OkStatus();
 }
@@ -81,7 +80,7 @@ absl::Status ScatteredCache::DoViewInto(CacheView& view) const {
     visible = std::max(visible, std::min(row_seq_len(b), window_));
     same_lengths = same_lengths && row_seq_len(b) == row_seq_len(0);
   }
-  cache_internal::NarrowedViewInto(k_buffer_, v_buffer_, visible, view);
+  buffers_.ViewInto(visible, view);
   // Every row as long as the others and not wrapped: slot j holds position j everywhere, which
   // an empty table says (kv_cache.h) without a per-append O(length) table.
   if (same_lengths && row_seq_len(0) <= window_) return absl::OkStatus();
@@ -97,9 +96,16 @@ absl::Status ScatteredCache::DoViewInto(CacheView& view) const {
   return absl::OkStatus();
 }
 
+const cache_internal::SlotBuffers* ScatteredCache::InPlaceStepBuffers() const {
+  if (buffers_.empty() || share_.shared()) return nullptr;
+  for (int64_t length : row_lengths()) {
+    if (length != row_lengths()[0]) return nullptr;
+  }
+  return &buffers_;
+}
+
 void ScatteredCache::DoReset() {
-  k_buffer_ = Tensor();
-  v_buffer_ = Tensor();
+  buffers_ = cache_internal::SlotBuffers();
   counters_.bytes_held = 0;
   share_.Clear();
 }

@@ -31,7 +31,7 @@ class ScatteredCache : public KvCache {
 
   const char* name() const override { return "scattered"; }
   std::unique_ptr<KvCache> Fork() const override;
-  int64_t capacity() const override { return k_buffer_.rank() == 4 ? window_ : 0; }
+  int64_t capacity() const override { return buffers_.empty() ? 0 : window_; }
   bool supports_inactive_rows() const override { return true; }
 
  private:
@@ -42,11 +42,13 @@ class ScatteredCache : public KvCache {
   absl::StatusOr<CacheView> DoView() const override;
   absl::Status DoViewInto(CacheView& view) const override;
   void DoReset() override;
+  // Every row as long as the others and not wrapped (slot seq_len() < W, which KvCache
+  // checks): slot j holds position j in every row.
+  const cache_internal::SlotBuffers* InPlaceStepBuffers() const override;
 
   int64_t window_;
-  int64_t budget_;  // storage budget in bytes (CacheConfig::max_bytes)
-  Tensor k_buffer_;  // (B, KH, W, D) once allocated
-  Tensor v_buffer_;
+  int64_t budget_;                       // storage budget in bytes (CacheConfig::max_bytes)
+  cache_internal::SlotBuffers buffers_;  // K and V, (B, KH, W, D) once allocated
   cache_internal::CopyOnWrite share_;
 };
 

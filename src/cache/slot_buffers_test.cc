@@ -1,0 +1,141 @@
+// SlotBuffers against CopyTokens, the strided copy it replaces on the decode path: the same
+// bytes land in the same slots for contiguous buffers, strided ones (the interleaved
+// cache's halves), D == 1 and 16-bit dtypes; nothing else in the buffers changes; ViewInto
+// equals a narrowed copy of the buffers and updates a view of them in place.
+#include "src/cache/slot_buffers.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "src/cache/copy_tokens.h"
+#include "src/tensor/view_ops.h"
+
+namespace kvcheck::cache_internal {
+namespace {
+
+// (B, KH, S, D) with element i holding `first + i` (exact in bf16 for small values).
+Tensor Counting(DType dtype, std::vector<int64_t> shape, float first) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) values[i] = first + static_cast<float>(i % 200);
+  return *Tensor::FromFloats(dtype, shape, values);
+}
+
+// K and V buffers (B, KH, slots, D) filled with distinct values: contiguous ones, or the
+// interleaved cache's halves of one (B, slots, KH, 2D) buffer.
+struct Buffers {
+  Tensor k, v;
+};
+Buffers MakeBuffers(DType dtype, int64_t batch, int64_t heads, int64_t slots, int64_t head_dim,
+                    bool interleaved) {
+  if (!interleaved) {
+    return {Counting(dtype, {batch, heads, slots, head_dim}, 1000),
+            Counting(dtype, {batch, heads, slots, head_dim}, 2000)};
+  }
+  const Tensor whole = Counting(dtype, {batch, slots, heads, 2 * head_dim}, 3000);
+  const Tensor k = *Narrow(whole, 3, 0, head_dim);
+  const Tensor v = *Narrow(whole, 3, head_dim, head_dim);
+  return {*Transpose(k, 1, 2), *Transpose(v, 1, 2)};
+}
+
+struct Case {
+  DType dtype;
+  int64_t batch, heads, head_dim;
+  bool interleaved;
+};
+
+class SlotBuffersTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SlotBuffersTest, WriteStepEqualsCopyTokens) {
+  const Case c = GetParam();
+  constexpr int64_t kSlots = 7;
+  for (int64_t slot = 0; slot < kSlots; ++slot) {
+    const Buffers ours = MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+    const Buffers expected =
+        MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+    const Tensor k = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 1);
+    const Tensor v = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 500);
+    const SlotBuffers buffers(ours.k, ours.v);
+    ASSERT_EQ(buffers.slots(), kSlots);
+    ASSERT_TRUE(buffers.IsRowStep(k, v));
+    buffers.WriteStep(k, v, slot, slot + 1);
+    CopyTokens(k, 0, 1, expected.k, slot);
+    CopyTokens(v, 0, 1, expected.v, slot);
+    EXPECT_EQ(ours.k.ToFloats(), expected.k.ToFloats()) << "slot " << slot;
+    EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats()) << "slot " << slot;
+  }
+}
+
+TEST_P(SlotBuffersTest, WriteTakesStridedInputAndChunks) {
+  const Case c = GetParam();
+  constexpr int64_t kSlots = 9;
+  const Buffers ours = MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+  const Buffers expected =
+      MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+  // A chunk of 3 tokens, and a one-token step whose rows are strided (a (B, D, KH, 1)
+  // tensor permuted to (B, KH, 1, D): stride KH along D): both take CopyTokens.
+  const Tensor chunk_k = Counting(c.dtype, {c.batch, c.heads, 3, c.head_dim}, 7);
+  const Tensor chunk_v = Counting(c.dtype, {c.batch, c.heads, 3, c.head_dim}, 9);
+  const int order[] = {0, 2, 3, 1};
+  const Tensor step_k = *Permute(Counting(c.dtype, {c.batch, c.head_dim, c.heads, 1}, 11), order);
+  const Tensor step_v = *Permute(Counting(c.dtype, {c.batch, c.head_dim, c.heads, 1}, 13), order);
+  const SlotBuffers buffers(ours.k, ours.v);
+  EXPECT_FALSE(buffers.IsRowStep(chunk_k, chunk_v));
+  EXPECT_EQ(buffers.IsRowStep(step_k, step_v), c.head_dim == 1 || c.heads == 1);
+  buffers.Write(chunk_k, chunk_v, 2, 5);
+  buffers.Write(step_k, step_v, 6, 7);
+  CopyTokens(chunk_k, 0, 3, expected.k, 2);
+  CopyTokens(chunk_v, 0, 3, expected.v, 2);
+  CopyTokens(step_k, 0, 1, expected.k, 6);
+  CopyTokens(step_v, 0, 1, expected.v, 6);
+  EXPECT_EQ(ours.k.ToFloats(), expected.k.ToFloats());
+  EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats());
+}
+
+TEST_P(SlotBuffersTest, ViewIntoEqualsTheNarrowedBuffers) {
+  const Case c = GetParam();
+  constexpr int64_t kSlots = 5;
+  const Buffers b = MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+  const SlotBuffers buffers(b.k, b.v);
+  // From a default view, a view of other storage with a position table, and the view of the
+  // previous length (updated in place): always the buffers narrowed, with no positions.
+  CacheView view;
+  view.positions = {4, 5, 6};
+  for (int64_t length = 0; length <= kSlots; ++length) {
+    if (length == 2) view.k = Counting(c.dtype, {1, 1, 1, 1}, 0);
+    buffers.ViewInto(length, view);
+    const Tensor expected_k = *Narrow(b.k, 2, 0, length);
+    const Tensor expected_v = *Narrow(b.v, 2, 0, length);
+    EXPECT_TRUE(view.k.SharesStorageWith(b.k) && view.v.SharesStorageWith(b.v));
+    EXPECT_EQ(view.k.layout().DebugString(), expected_k.layout().DebugString());
+    EXPECT_EQ(view.v.layout().DebugString(), expected_v.layout().DebugString());
+    EXPECT_EQ(view.k.dtype(), c.dtype);
+    EXPECT_TRUE(view.positions.empty());
+  }
+}
+
+TEST(SlotBuffers, EmptyHasNoSlotsAndPrefetchOutsideIsANoOp) {
+  const SlotBuffers none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.slots(), 0);
+  none.PrefetchSlot(0);  // no buffers: nothing to fetch
+  const Buffers b = MakeBuffers(DType::kF32, 1, 2, 3, 4, false);
+  const SlotBuffers buffers(b.k, b.v);
+  buffers.PrefetchSlot(-1);
+  buffers.PrefetchSlot(3);
+  buffers.PrefetchSlot(2);
+  EXPECT_FALSE(buffers.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, SlotBuffersTest,
+    ::testing::Values(Case{DType::kF32, 1, 3, 64, false}, Case{DType::kF32, 2, 3, 5, false},
+                      Case{DType::kF32, 2, 2, 1, false}, Case{DType::kBF16, 3, 1, 8, false},
+                      Case{DType::kF16, 1, 4, 3, false}, Case{DType::kF32, 1, 3, 64, true},
+                      Case{DType::kF32, 2, 3, 5, true}, Case{DType::kBF16, 2, 2, 1, true},
+                      Case{DType::kF16, 1, 2, 7, true}));
+
+}  // namespace
+}  // namespace kvcheck::cache_internal
