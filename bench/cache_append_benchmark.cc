@@ -124,9 +124,10 @@ enum class Prefetch { kNone, kAfterCopy, kBeforeCopy };
 // (it does not here). Three copies, and the floor is the fastest: a plain memcpy, and two
 // that also prefetch the next step's rows, after the copy or before it. A cold row's stores
 // otherwise stall the next instructions, so a copy that does not prefetch is not a floor
-// for one that does; and issuing the prefetches first was faster again (4.0-4.2 against
-// 4.6-4.7 us per step, AMD EPYC), loads of the next rows' addresses after a step's stores
-// waiting for those stores, so the caches prefetch first too (SlotBuffers::WriteStep).
+// for one that does; and which order is faster depends on the layout (on a Zen 4 VM,
+// prefetching first: 4.3-4.5 against 5.0-5.2 us per step for prealloc's, ring's and
+// scattered's buffers, 5.7 against 5.2 for interleaved's). The caches prefetch first
+// (SlotBuffers::WriteStep).
 //
 // Not a floor, but where the rest goes: with `with_view`, the copy that prefetches first also
 // copies and drops the layer's two view tensors, as each append returns a view the caller then
