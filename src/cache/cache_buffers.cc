@@ -54,6 +54,23 @@ absl::StatusOr<int64_t> GrownCapacity(const char* strategy, int64_t capacity, in
   return std::min(grown, affordable);
 }
 
+absl::StatusOr<SlotBuffers> NewWindowBuffers(const char* strategy, const KvShape& shape,
+                                             int64_t window, int64_t budget, const SlotBuffers& old,
+                                             CacheCounters& counters) {
+  const int64_t slot_bytes = SlotBytes(shape);
+  KV_RETURN_IF_ERROR(CheckStorageBudget(strategy, CheckedMul(window, slot_bytes), budget));
+  const int64_t dims[] = {shape.batch, shape.num_kv_heads, window, shape.head_dim};
+  KV_ASSIGN_OR_RETURN(Tensor k, AllocateBuffer(shape.dtype, dims, counters));
+  KV_ASSIGN_OR_RETURN(Tensor v, AllocateBuffer(shape.dtype, dims, counters));
+  if (!old.empty()) {
+    KV_RETURN_IF_ERROR(CopyInto(k, old.k()));
+    KV_RETURN_IF_ERROR(CopyInto(v, old.v()));
+    counters.bytes_other_copied += 2 * old.k().num_elements() * DTypeSize(shape.dtype);
+  }
+  counters.bytes_held = window * slot_bytes;
+  return SlotBuffers(std::move(k), std::move(v));
+}
+
 void FillNaN(const Tensor& view) {
   if (view.num_elements() == 0) return;
   DispatchDType(view.dtype(), [&](auto tag) {

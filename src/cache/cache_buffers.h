@@ -44,6 +44,16 @@ int64_t SlotBytes(const KvShape& shape);
 absl::StatusOr<int64_t> GrownCapacity(const char* strategy, int64_t capacity, int64_t initial,
                                       int64_t needed, int64_t slot_bytes, int64_t budget);
 
+// New K and V buffers (B, KH, window, D) for a window cache (ring, scattered) that must own
+// new ones: on its first append, or to copy on write after a Fork, when `old` holds the
+// contents to carry over (copied in; `old` may be empty). Checks the storage budget first;
+// counts the allocation and the copy in `counters` and sets its bytes_held. On error nothing
+// was counted that matters: the caller passes a copy of its counters and keeps it only on
+// success, and its members stay as they were.
+absl::StatusOr<SlotBuffers> NewWindowBuffers(const char* strategy, const KvShape& shape,
+                                             int64_t window, int64_t budget, const SlotBuffers& old,
+                                             CacheCounters& counters);
+
 // The ring slot of position p >= 0: p % window, without the 64-bit division (tens of cycles,
 // twice per decode step) while p < window, i.e. until the ring wraps.
 inline int64_t RingSlot(int64_t position, int64_t window) {

@@ -4,15 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
-#include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
-#include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
 
 namespace kvcheck {
-
-using cache_internal::AllocateBuffer;
-using cache_internal::WriteRingChunk;
 
 absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& config) {
   if (config.window < 1 || config.window > kMaxSequenceLength) {
@@ -29,34 +24,18 @@ std::unique_ptr<KvCache> RingCache::Fork() const {
 
 absl::Status RingCache::DoAppend(const Tensor& k, const Tensor& v,
                                  absl::Span<const bool> /*active: all rows*/) {
-  const KvShape& shape = *this->shape();
-  const int64_t length = seq_len();
-  if (!buffers_.empty() && !share_.shared()) {
-    // The common step: write in place (validated shapes: the copies cannot fail), then start
-    // fetching the slot the next step writes.
-    cache_internal::WriteRingStep(k, v, buffers_, length, window_);
-    return absl::OkStatus();
+  if (buffers_.empty() || share_.shared()) {
+    // First append, or copy-on-write after a Fork: new buffers, built on locals; the members
+    // change only once nothing can fail, and the write below cannot.
+    CacheCounters counters = counters_;
+    KV_ASSIGN_OR_RETURN(buffers_, cache_internal::NewWindowBuffers(name(), *shape(), window_,
+                                                                   budget_, buffers_, counters));
+    share_.Clear();
+    counters_ = counters;
   }
-  // First append, or copy-on-write after a Fork: new buffers, built on locals; the members
-  // change only once nothing can fail.
-  CacheCounters counters = counters_;
-  const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
-  KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
-      name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
-  KV_ASSIGN_OR_RETURN(Tensor k_target, AllocateBuffer(shape.dtype, dims, counters));
-  KV_ASSIGN_OR_RETURN(Tensor v_target, AllocateBuffer(shape.dtype, dims, counters));
-  if (!buffers_.empty()) {
-    KV_RETURN_IF_ERROR(CopyInto(k_target, buffers_.k()));
-    KV_RETURN_IF_ERROR(CopyInto(v_target, buffers_.v()));
-    counters.bytes_other_copied += 2 * buffers_.k().num_elements() * DTypeSize(shape.dtype);
-  }
-  // Validated shapes: the copies cannot fail (CopyTokens checks), so K and V stay in step.
-  WriteRingChunk(k_target, k, length, window_);
-  WriteRingChunk(v_target, v, length, window_);
-  share_.Clear();
-  buffers_ = cache_internal::SlotBuffers(std::move(k_target), std::move(v_target));
-  counters_ = counters;
-  counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
+  // Written in place (validated shapes: the copies cannot fail), then the slot the next step
+  // writes is fetched.
+  cache_internal::WriteRingStep(k, v, buffers_, seq_len(), window_);
   return absl::OkStatus();
 }
 

@@ -4,14 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
-#include "src/base/checked_math.h"
 #include "src/base/status_macros.h"
-#include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
 
 namespace kvcheck {
 
-using cache_internal::AllocateBuffer;
 using cache_internal::RingSlotPosition;
 using cache_internal::WriteRingChunk;
 
@@ -34,22 +31,11 @@ absl::Status ScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
   if (buffers_.empty() || share_.shared()) {
     // First append, or copy-on-write after a Fork: new buffers, built on locals; the members
     // change only once nothing can fail, and the writes below cannot.
-    Tensor k_target, v_target;
     CacheCounters counters = counters_;
-    const int64_t dims[] = {shape.batch, shape.num_kv_heads, window_, shape.head_dim};
-    KV_RETURN_IF_ERROR(cache_internal::CheckStorageBudget(
-        name(), CheckedMul(window_, cache_internal::SlotBytes(shape)), budget_));
-    KV_ASSIGN_OR_RETURN(k_target, AllocateBuffer(shape.dtype, dims, counters));
-    KV_ASSIGN_OR_RETURN(v_target, AllocateBuffer(shape.dtype, dims, counters));
-    if (!buffers_.empty()) {
-      KV_RETURN_IF_ERROR(CopyInto(k_target, buffers_.k()));
-      KV_RETURN_IF_ERROR(CopyInto(v_target, buffers_.v()));
-      counters.bytes_other_copied += 2 * buffers_.k().num_elements() * DTypeSize(shape.dtype);
-    }
+    KV_ASSIGN_OR_RETURN(buffers_, cache_internal::NewWindowBuffers(name(), shape, window_, budget_,
+                                                                   buffers_, counters));
     share_.Clear();
-    buffers_ = cache_internal::SlotBuffers(std::move(k_target), std::move(v_target));
     counters_ = counters;
-    counters_.bytes_held = window_ * cache_internal::SlotBytes(shape);
   }
   // Rows are disjoint slices of the buffer: write each active row into its own ring. Shapes
   // were validated, so neither the views nor the copies can fail. When every row is active
