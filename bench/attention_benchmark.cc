@@ -10,11 +10,13 @@
 //  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
 //     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
 //
-//   bazel run --config=opt //bench:attention_benchmark
+//   bazel run --config=opt //bench:attention_benchmark [-- --simd_target=AVX2]
 #include <cblas.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/benchmark_values.h"
@@ -247,7 +249,34 @@ BENCHMARK(BM_FlashDecode)
 }  // namespace
 }  // namespace kvcheck
 
+// --simd_target=NAME (a Highway target name, e.g. AVX2): runs every kernel on that target
+// instead of the best one this CPU supports, so that two targets compare on one machine.
+// Taken out of argv before Google Benchmark parses it.
+bool TakeSimdTargetFlag(int& argc, char** argv) {
+  constexpr std::string_view kFlag = "--simd_target=";
+  int kept = 1;
+  bool ok = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kFlag.size()) != kFlag) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const std::string name(arg.substr(kFlag.size()));
+    if (!kvcheck::PinSimdTarget(name)) {
+      std::string known;
+      for (const std::string& target : kvcheck::SupportedSimdTargets()) known += " " + target;
+      std::fprintf(stderr, "attention_benchmark: --simd_target=%s: not a target of this build "
+                   "that this CPU runs (these are:%s)\n", name.c_str(), known.c_str());
+      ok = false;
+    }
+  }
+  argc = kept;
+  return ok;
+}
+
 int main(int argc, char** argv) {
+  if (!TakeSimdTargetFlag(argc, argv)) return 1;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   kvcheck::bench::AddMachineContext();

@@ -47,10 +47,9 @@ constexpr int kMaxGroupRows = 4;
 // Accumulator vectors the value pass keeps in registers per row group: half the register file;
 // the rest holds the V vectors and the broadcast weight.
 constexpr int kAccumulatorRegisters = kVectorRegisters / 2;
-// Vectors of D per pass of the value update for a group of kRows rows: 4, 2 or 1.
-template <int kRows>
-constexpr int ValueVectors() {
-  const int fit = kAccumulatorRegisters / kRows;
+// Vectors of D per pass of the value update for a group of `rows` rows: 4, 2 or 1.
+constexpr int ValueVectors(int rows) {
+  const int fit = kAccumulatorRegisters / rows;
   return fit >= 4 ? 4 : fit >= 2 ? 2 : 1;
 }
 
@@ -115,7 +114,7 @@ HWY_INLINE void AccumulatePass(DF df, RowState* states, const float* p, const Ro
 template <int kRows, typename T>
 void AccumulateTile(DF df, RowState* states, const float* p, const Rows<T>& values, int64_t count,
                     int64_t loop_dim) {
-  constexpr int kDV = ValueVectors<kRows>();
+  constexpr int kDV = ValueVectors(kRows);
   int64_t d = 0;
   for (; d + kDV * kN <= loop_dim; d += kDV * kN) {
     AccumulatePass<kRows, kDV>(df, states, p, values, count, d);
@@ -173,12 +172,18 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
     // the groups.
     for (int g = 0, r0 = 0; g < groups; ++g) {
       const int rows = (R - r0) / (groups - g);
-      // V rows are read after the scores, in passes of a few vectors across all of the tile's
-      // rows (a strided pattern the hardware prefetchers pick up late): the first group's
-      // score pass requests each V row as it reaches its key, so that the misses overlap the
-      // score arithmetic. (K is read row after row, which they follow; requesting it too, or
-      // all of a tile's V at once, measured slower.)
-      const Rows<T>* prefetch = !kWiden && g == 0 ? &values : nullptr;
+      // V rows are read after the scores. When the value update needs several passes over D
+      // (too few registers for rows x D accumulators: AVX2 and narrower, or large D), each
+      // pass reads a few vectors of every row of the tile, a strided pattern the hardware
+      // prefetchers pick up late: then the first group's score pass requests each V row as
+      // it reaches its key, so that the misses overlap the score arithmetic. (K is read row
+      // after row, which they follow; requesting it too, or all of a tile's V at once,
+      // measured slower.) When one pass reads each V row whole, in key order, the rows are a
+      // sequential stream like K's and are not requested: on a Zen 4 VM (AVX-512, three rows,
+      // D = 64) requesting them made decode 15% slower with K/V in cache and 25-35% slower
+      // from memory (13.6 against 18.8 GB/s, alternating runs).
+      const bool strided_values = ValueVectors(rows) * kN < loop_dim;
+      const Rows<T>* prefetch = !kWiden && g == 0 && strided_values ? &values : nullptr;
       const float* q = scratch.q.data() + r0 * loop_dim;
       float* scores = scratch.scores + r0 * kTile;
       switch (rows) {
