@@ -9,6 +9,7 @@
 //  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
 //  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
 //     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
+//  5. Decode with a logit softcap, hot and cold: the general tile kernel's decode path.
 //
 //   bazel run --config=opt //bench:attention_benchmark [-- --simd_target=AVX2]
 #include <cblas.h>
@@ -243,6 +244,31 @@ BENCHMARK(BM_FlashDecode)
     ->ArgsProduct({{0, 1, 2}, {1}, {1024, 4096}, {1, 2}})
     ->ArgsProduct({{0}, {4, 8}, {1024, 4096}, {1}})
     ->ArgNames({"dtype", "Sq", "Skv", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Decode through the general tile kernel (flash_block_simd.cc), which takes what the dense
+// decode kernel does not: here a logit softcap (Gemma 2's 50), (1, 4096) over 1 layer (hot)
+// or 30 distinct layers (cold), as BM_DecodeLayers. Args: layers, threads.
+void BM_DecodeSoftcapLayers(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(1));
+  const auto layers = Layers(state.range(0), 4096);
+  const Tensor q = Random({1, kHeads, 1, kHeadDim}, 5);
+  AttentionParams params;
+  params.softcap = 50.0f;
+  for (auto _ : state) {
+    for (const auto& [k, v] : layers) {
+      absl::StatusOr<Tensor> out = FlashAttention(q, k, v, params, {.num_threads = threads});
+      benchmark::DoNotOptimize(out);
+    }
+  }
+  state.counters["KV_GB/s"] = benchmark::Counter(
+      2.0 * kKvHeads * 4096 * kHeadDim * 4 * state.range(0) * state.iterations() / 1e9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DecodeSoftcapLayers)
+    ->ArgsProduct({{1, kLayers}, {1, 2}})
+    ->ArgNames({"layers", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
