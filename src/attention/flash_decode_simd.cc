@@ -6,10 +6,11 @@
 // keep up with the read. The general kernel's per-tile work (the allowed-key table, a pointer
 // per row, one horizontal sum and scalar store per (row, key), one Exp pass per row) was as
 // large as the arithmetic itself there. This kernel takes the runs of keys that every row of
-// the block may see, with no softcap, ALiBi or mask, and does only the math; per tile of kTile
-// keys and group of up to four rows:
+// the block may see, with no ALiBi or mask, and does only the math; per tile of kTile keys and
+// group of up to four rows:
 //   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
 //      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
+//      with a softcap, s_t -> c tanh(s_t / c) in vectors (SoftcapTile);
 //   2. one online-softmax update per row and tile: m = max(m_old, max_t s_t); acc and l scale
 //      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with the vector exp of
 //      flash_exp-inl.h, the group's rows interleaved; l += sum_t p_t;
@@ -33,6 +34,7 @@
 #define HWY_TARGET_INCLUDE "src/attention/flash_decode_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // After foreach_target.h: compiled once per target with this file.
+#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_decode_scores-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"
@@ -129,12 +131,32 @@ struct DenseScratch {
   alignas(64) float scores[kMaxBlockRows * kTile];
 };
 
+// The logit softcap s -> c tanh(s / c) (key_rules.h's FinishScore, as c tanh(s * (1/c))) on
+// the tile's first `count` scores of each row; the rest stay -inf (no key: tanh would make
+// them -c). Highway's Tanh is within 4 ulps, the bound's tanh_ulps (reference/ERROR_BOUND.md),
+// and maps NaN to NaN and +-inf to +-1 as std::tanh does.
+template <int kRows>
+HWY_INLINE void SoftcapTile(DF df, const FlashProblem& p, int64_t count, float* scores) {
+  const VF cap = hn::Set(df, p.softcap), inverse = hn::Set(df, p.inverse_softcap);
+  for (int r = 0; r < kRows; ++r) {
+    float* row = scores + r * kTile;
+    for (int64_t t = 0; t < count; t += kN) {
+      const VF s = hn::Load(df, row + t);
+      const VF capped = hn::Mul(cap, hn::Tanh(df, hn::Mul(s, inverse)));
+      hn::Store(hn::IfThenElse(hn::FirstN(df, static_cast<size_t>(count - t)), capped, s), df,
+                row + t);
+    }
+  }
+}
+
 // Rows [r0, r0 + kRows) of the block over one tile.
 template <int kRows, typename T>
-HWY_INLINE void GroupTile(DF df, const float* q, int64_t loop_dim, const Rows<T>& keys,
-                          const Rows<T>& values, int64_t count, const Rows<T>* prefetch,
-                          int64_t prefetch_bytes, float* scores, RowState* states) {
+HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const float* q, int64_t loop_dim,
+                          const Rows<T>& keys, const Rows<T>& values, int64_t count,
+                          const Rows<T>* prefetch, int64_t prefetch_bytes, float* scores,
+                          RowState* states) {
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
+  if (p.softcap > 0.0f) SoftcapTile<kRows>(df, p, count, scores);
   // Every key of the tile is one all rows may see (-inf past the tile's keys).
   UpdateRows<kRows>(df, states, scores, kTile, kTile, loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
@@ -189,19 +211,19 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
       float* scores = scratch.scores + r0 * kTile;
       switch (rows) {
         case 1:
-          GroupTile<1>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+          GroupTile<1>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
                        states + r0);
           break;
         case 2:
-          GroupTile<2>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+          GroupTile<2>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
                        states + r0);
           break;
         case 3:
-          GroupTile<3>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+          GroupTile<3>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
                        states + r0);
           break;
         default:
-          GroupTile<4>(df, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
+          GroupTile<4>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
                        states + r0);
           break;
       }
@@ -269,8 +291,8 @@ void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, in
 
 void ProcessBlockSimd(const FlashProblem& p, const RowBlock& block, RowState* states) {
   // The dense kernel reads K per key (not the transposed K of prefill) and adds nothing to a
-  // score: no softcap, ALiBi or mask.
-  const bool eligible = p.k_transposed == nullptr && p.mask == nullptr && p.softcap <= 0.0f &&
+  // score but the softcap (SoftcapTile): no ALiBi or mask.
+  const bool eligible = p.k_transposed == nullptr && p.mask == nullptr &&
                         p.alibi_slopes == nullptr && block.key_begin < block.key_end;
   int64_t q_min = std::numeric_limits<int64_t>::max();
   int64_t q_max = std::numeric_limits<int64_t>::min();

@@ -1,7 +1,11 @@
-// ExpOfNonPositive (flash_exp-inl.h), the online softmax's exp, against exp in double on
-// every SIMD target Highway compiled and this CPU runs: within 2 ulps (the error bound's
-// exp_ulps) for every 61st float in [kExpMinArgument, 0] (18 million arguments); exactly 1
-// at 0; 0 below the normal range, at -inf and for NaN.
+// The flash kernels' vector transcendentals against double precision, on every SIMD target
+// Highway compiled and this CPU runs:
+// - ExpOfNonPositive (flash_exp-inl.h), the online softmax's exp: within 2 ulps (the error
+//   bound's exp_ulps) for every 61st float in [kExpMinArgument, 0] (18 million arguments);
+//   exactly 1 at 0; 0 below the normal range, at -inf and for NaN.
+// - Highway's Tanh, the decode kernel's softcap (flash_decode_simd.cc): within 4 ulps (the
+//   bound's tanh_ulps) for every 61st float in (0, 20], odd (tanh(-x) == -tanh(x) bit for
+//   bit), and tanh of +-0, +-inf and NaN as std::tanh gives them.
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -14,6 +18,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // After foreach_target.h: compiled once per target with this file.
+#include "hwy/contrib/math/math-inl.h"
 #include "src/attention/flash_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -32,6 +37,14 @@ void ExpArray(const float* in, float* out, size_t count) {
 
 float MinArgument() { return kExpMinArgument; }
 
+// out[i] = Tanh(in[i]), as ExpArray.
+void TanhArray(const float* in, float* out, size_t count) {
+  const hn::ScalableTag<float> df;
+  for (size_t i = 0; i < count; i += hn::Lanes(df)) {
+    hn::StoreU(hn::Tanh(df, hn::LoadU(df, in + i)), df, out + i);
+  }
+}
+
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace kvcheck::flash_internal
@@ -46,6 +59,7 @@ namespace {
 
 HWY_EXPORT(ExpArray);
 HWY_EXPORT(MinArgument);
+HWY_EXPORT(TanhArray);
 
 // exp of every value, through the target Highway dispatches to now.
 std::vector<float> Exp(std::vector<float> in) {
@@ -53,6 +67,16 @@ std::vector<float> Exp(std::vector<float> in) {
   in.resize((count + 63) / 64 * 64, 0.0f);
   std::vector<float> out(in.size());
   HWY_DYNAMIC_DISPATCH(ExpArray)(in.data(), out.data(), in.size());
+  out.resize(count);
+  return out;
+}
+
+// tanh of every value, the same way.
+std::vector<float> Tanh(std::vector<float> in) {
+  const size_t count = in.size();
+  in.resize((count + 63) / 64 * 64, 0.0f);
+  std::vector<float> out(in.size());
+  HWY_DYNAMIC_DISPATCH(TanhArray)(in.data(), out.data(), in.size());
   out.resize(count);
   return out;
 }
@@ -117,6 +141,60 @@ void CheckExp(const char* target) {
   EXPECT_EQ(special[0], 1.0f);
   EXPECT_EQ(special[1], 1.0f);
   for (size_t i = 2; i < special.size(); ++i) EXPECT_EQ(special[i], 0.0f) << "case " << i;
+}
+
+void CheckTanh(const char* target) {
+  SCOPED_TRACE(target);
+  const float top = 20.0f;  // tanh rounds to 1 from about 9.01 on
+  uint32_t top_bits;
+  std::memcpy(&top_bits, &top, sizeof top_bits);
+  double worst = 0;
+  float worst_at = 0;
+  int64_t failures = 0, checked = 0;
+  constexpr uint64_t kChunk = 1 << 20;
+  for (uint64_t first = 1; first <= top_bits; first += kChunk * 61) {
+    std::vector<float> in;
+    for (uint64_t bits = first; bits <= top_bits && bits < first + kChunk * 61; bits += 61) {
+      in.push_back(FromBits(static_cast<uint32_t>(bits)));
+    }
+    std::vector<float> negated(in.size());
+    for (size_t i = 0; i < in.size(); ++i) negated[i] = -in[i];
+    const std::vector<float> out = Tanh(in), out_negated = Tanh(negated);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double error = UlpError(out[i], std::tanh(double{in[i]}));
+      if (error > worst) worst = error, worst_at = in[i];
+      const float minus_out = -out[i];
+      const bool odd = std::memcmp(&out_negated[i], &minus_out, sizeof minus_out) == 0;
+      if ((error > 4.0 || !odd) && ++failures <= 10) {
+        ADD_FAILURE() << "tanh(" << in[i] << ") = " << out[i] << ", exact "
+                      << std::tanh(double{in[i]}) << ": " << error << " ulps; tanh(-x) = "
+                      << out_negated[i];
+      }
+    }
+    checked += static_cast<int64_t>(in.size());
+  }
+  EXPECT_EQ(failures, 0);
+  std::printf("%s: tanh, %lld arguments, worst %.3f ulps at %.9g\n", target,
+              static_cast<long long>(checked), worst, worst_at);
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = Tanh({0.0f, -0.0f, inf, -inf, nan});
+  EXPECT_EQ(special[0], 0.0f);
+  EXPECT_FALSE(std::signbit(special[0]));
+  EXPECT_EQ(special[1], 0.0f);
+  EXPECT_TRUE(std::signbit(special[1]));
+  EXPECT_EQ(special[2], 1.0f);
+  EXPECT_EQ(special[3], -1.0f);
+  EXPECT_TRUE(std::isnan(special[4]));
+}
+
+TEST(FlashExpTest, TanhWithinFourUlpsOnEverySimdTarget) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    CheckTanh(hwy::TargetName(target));
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(FlashExpTest, WithinTwoUlpsOfExpOnEverySimdTarget) {
