@@ -15,9 +15,10 @@
 // thing; FlashPath selects one for testing. Within the Highway path, blocks of few rows over
 // many keys (decode, short causal blocks) send the runs of keys that all their rows may see,
 // without ALiBi or mask, to a dense decode kernel (which applies a softcap in vectors), and
-// everything else to the general tile kernel (prefill: K transposed once per call, and without per-score rules beyond
-// causal/window ranges, register-blocked groups of six rows). Blocks are handed to threads
-// costliest first; without key splits each block's task also writes its output rows.
+// everything else to the general tile kernel (prefill: K transposed once per call, and
+// without per-score rules beyond causal/window ranges, register-blocked groups of six rows).
+// Blocks are handed to threads costliest first; without key splits each block's task also
+// writes its output rows.
 //
 // Determinism: for a fixed thread count and split count, results are bitwise repeatable.
 // The split count (and so the rounding) depends on num_threads unless kv_splits is given.
