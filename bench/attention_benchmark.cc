@@ -9,11 +9,12 @@
 //  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
 //  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
 //     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
-//  5. Decode with a logit softcap, hot and cold: the general tile kernel's decode path.
+//  5. Decode with a logit softcap or ALiBi, hot and cold.
 //
 //   bazel run --config=opt //bench:attention_benchmark [-- --simd_target=AVX2]
 #include <cblas.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -247,15 +248,23 @@ BENCHMARK(BM_FlashDecode)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Decode through the general tile kernel (flash_block_simd.cc), which takes what the dense
-// decode kernel does not: here a logit softcap (Gemma 2's 50), (1, 4096) over 1 layer (hot)
-// or 30 distinct layers (cold), as BM_DecodeLayers. Args: layers, threads.
-void BM_DecodeSoftcapLayers(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(1));
-  const auto layers = Layers(state.range(0), 4096);
+// Decode with a per-score feature: a logit softcap (Gemma 2's 50) or ALiBi slopes (BLOOM's
+// for 9 heads: 2^(-8 (h + 1) / 9)), (1, 4096) over 1 layer (hot) or 30 distinct layers
+// (cold), as BM_DecodeLayers; the dense decode kernel applies both in vectors (before, the
+// general tile kernel took these calls). Args: feature (0 softcap, 1 ALiBi), layers, threads.
+void BM_DecodeFeatureLayers(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(2));
+  const auto layers = Layers(state.range(1), 4096);
   const Tensor q = Random({1, kHeads, 1, kHeadDim}, 5);
   AttentionParams params;
-  params.softcap = 50.0f;
+  if (state.range(0) == 0) {
+    params.softcap = 50.0f;
+  } else {
+    for (int64_t h = 0; h < kHeads; ++h) {
+      params.alibi_slopes.push_back(std::exp2(-8.0f * static_cast<float>(h + 1) / kHeads));
+    }
+    params.q_positions.assign(1, 4095);  // the query follows its keys
+  }
   for (auto _ : state) {
     for (const auto& [k, v] : layers) {
       absl::StatusOr<Tensor> out = FlashAttention(q, k, v, params, {.num_threads = threads});
@@ -263,12 +272,13 @@ void BM_DecodeSoftcapLayers(benchmark::State& state) {
     }
   }
   state.counters["KV_GB/s"] = benchmark::Counter(
-      2.0 * kKvHeads * 4096 * kHeadDim * 4 * state.range(0) * state.iterations() / 1e9,
+      2.0 * kKvHeads * 4096 * kHeadDim * 4 * state.range(1) * state.iterations() / 1e9,
       benchmark::Counter::kIsRate);
+  state.SetLabel(state.range(0) == 0 ? "softcap" : "alibi");
 }
-BENCHMARK(BM_DecodeSoftcapLayers)
-    ->ArgsProduct({{1, kLayers}, {1, 2}})
-    ->ArgNames({"layers", "threads"})
+BENCHMARK(BM_DecodeFeatureLayers)
+    ->ArgsProduct({{0, 1}, {1, kLayers}, {1, 2}})
+    ->ArgNames({"feature", "layers", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -6,11 +6,12 @@
 // keep up with the read. The general kernel's per-tile work (the allowed-key table, a pointer
 // per row, one horizontal sum and scalar store per (row, key), one Exp pass per row) was as
 // large as the arithmetic itself there. This kernel takes the runs of keys that every row of
-// the block may see, with no ALiBi or mask, and does only the math; per tile of kTile keys and
-// group of up to four rows:
+// the block may see, with no mask, and does only the math; per tile of kTile keys and group
+// of up to four rows:
 //   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
 //      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
-//      with a softcap, s_t -> c tanh(s_t / c) in vectors (SoftcapTile);
+//      with a softcap, s_t -> c tanh(s_t / c) in vectors (SoftcapTile), and with ALiBi,
+//      s_t += slope (kpos_t - qpos) (AlibiTile);
 //   2. one online-softmax update per row and tile: m = max(m_old, max_t s_t); acc and l scale
 //      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with the vector exp of
 //      flash_exp-inl.h, the group's rows interleaved; l += sum_t p_t;
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "src/attention/flash_problem.h"
@@ -149,14 +151,51 @@ HWY_INLINE void SoftcapTile(DF df, const FlashProblem& p, int64_t count, float* 
   }
 }
 
-// Rows [r0, r0 + kRows) of the block over one tile.
+// The ALiBi bias s += slope_h (kpos - qpos) (FinishScore's, after the softcap) on the tile's
+// first `count` scores of each row whose head has a slope; the rest stay -inf (an
+// overflowing bias would make them NaN). kpos - qpos is taken in int64_t and rounded to float
+// per key, as FinishScore does.
+template <int kRows>
+HWY_INLINE void AlibiTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
+                          int64_t first, int64_t count, float* scores) {
+  alignas(64) float distance[kTile];
+  for (int r = 0; r < kRows; ++r) {
+    const float slope = p.Slope(block.head[r0 + r]);
+    if (slope == 0.0f) continue;
+    const int64_t qpos = p.QueryPosition(block.batch, block.query[r0 + r]);
+    // Key j at position j (no table): the distances first - qpos + t are whole numbers that
+    // floats hold exactly below 2^24, so a vector of them is the rounded int64_t difference.
+    const int64_t base = first - qpos;
+    const bool exact_iota = p.kv_positions == nullptr && base > -(int64_t{1} << 24) &&
+                            base + kTile < (int64_t{1} << 24);
+    if (!exact_iota) {
+      for (int64_t t = 0; t < count; ++t) {
+        distance[t] = static_cast<float>(p.KeyPosition(block.batch, first + t) - qpos);
+      }
+      std::fill(distance + count, distance + kTile, 0.0f);  // read by the last vector
+    }
+    const VF slope_v = hn::Set(df, slope);
+    float* row = scores + r * kTile;
+    for (int64_t t = 0; t < count; t += kN) {
+      const VF s = hn::Load(df, row + t);
+      const VF d = exact_iota ? hn::Iota(df, static_cast<float>(base + t))
+                              : hn::Load(df, distance + t);
+      const VF biased = hn::MulAdd(slope_v, d, s);
+      hn::Store(hn::IfThenElse(hn::FirstN(df, static_cast<size_t>(count - t)), biased, s), df,
+                row + t);
+    }
+  }
+}
+
+// Rows [r0, r0 + kRows) of the block over the tile of keys [first, first + count).
 template <int kRows, typename T>
-HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const float* q, int64_t loop_dim,
-                          const Rows<T>& keys, const Rows<T>& values, int64_t count,
-                          const Rows<T>* prefetch, int64_t prefetch_bytes, float* scores,
-                          RowState* states) {
+HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
+                          int64_t first, const float* q, int64_t loop_dim, const Rows<T>& keys,
+                          const Rows<T>& values, int64_t count, const Rows<T>* prefetch,
+                          int64_t prefetch_bytes, float* scores, RowState* states) {
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
   if (p.softcap > 0.0f) SoftcapTile<kRows>(df, p, count, scores);
+  if (p.alibi_slopes != nullptr) AlibiTile<kRows>(df, p, block, r0, first, count, scores);
   // Every key of the tile is one all rows may see (-inf past the tile's keys).
   UpdateRows<kRows>(df, states, scores, kTile, kTile, loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
@@ -209,22 +248,22 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
       const Rows<T>* prefetch = !kWiden && g == 0 && strided_values ? &values : nullptr;
       const float* q = scratch.q.data() + r0 * loop_dim;
       float* scores = scratch.scores + r0 * kTile;
+      auto group = [&](auto rows_tag) HWY_ATTR {
+        GroupTile<decltype(rows_tag)::value>(df, p, block, r0, first, q, loop_dim, keys, values,
+                                             count, prefetch, row_bytes, scores, states + r0);
+      };
       switch (rows) {
         case 1:
-          GroupTile<1>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
-                       states + r0);
+          group(std::integral_constant<int, 1>());
           break;
         case 2:
-          GroupTile<2>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
-                       states + r0);
+          group(std::integral_constant<int, 2>());
           break;
         case 3:
-          GroupTile<3>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
-                       states + r0);
+          group(std::integral_constant<int, 3>());
           break;
         default:
-          GroupTile<4>(df, p, q, loop_dim, keys, values, count, prefetch, row_bytes, scores,
-                       states + r0);
+          group(std::integral_constant<int, 4>());
           break;
       }
       r0 += rows;
@@ -291,9 +330,9 @@ void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, in
 
 void ProcessBlockSimd(const FlashProblem& p, const RowBlock& block, RowState* states) {
   // The dense kernel reads K per key (not the transposed K of prefill) and adds nothing to a
-  // score but the softcap (SoftcapTile): no ALiBi or mask.
-  const bool eligible = p.k_transposed == nullptr && p.mask == nullptr &&
-                        p.alibi_slopes == nullptr && block.key_begin < block.key_end;
+  // score but the softcap and ALiBi (SoftcapTile, AlibiTile): no mask.
+  const bool eligible =
+      p.k_transposed == nullptr && p.mask == nullptr && block.key_begin < block.key_end;
   int64_t q_min = std::numeric_limits<int64_t>::max();
   int64_t q_max = std::numeric_limits<int64_t>::min();
   for (int r = 0; r < block.num_rows; ++r) {
