@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #undef HWY_TARGET_INCLUDE
@@ -61,24 +62,22 @@ HWY_EXPORT(ExpArray);
 HWY_EXPORT(MinArgument);
 HWY_EXPORT(TanhArray);
 
-// exp of every value, through the target Highway dispatches to now.
-std::vector<float> Exp(std::vector<float> in) {
+// fn (an exported ExpArray or TanhArray, as dispatched now) of every value: the input
+// padded to whole vectors of the widest target.
+std::vector<float> Apply(void (*fn)(const float*, float*, size_t), std::vector<float> in) {
   const size_t count = in.size();
   in.resize((count + 63) / 64 * 64, 0.0f);
   std::vector<float> out(in.size());
-  HWY_DYNAMIC_DISPATCH(ExpArray)(in.data(), out.data(), in.size());
+  fn(in.data(), out.data(), in.size());
   out.resize(count);
   return out;
 }
 
-// tanh of every value, the same way.
+std::vector<float> Exp(std::vector<float> in) {
+  return Apply(&HWY_DYNAMIC_DISPATCH(ExpArray), std::move(in));
+}
 std::vector<float> Tanh(std::vector<float> in) {
-  const size_t count = in.size();
-  in.resize((count + 63) / 64 * 64, 0.0f);
-  std::vector<float> out(in.size());
-  HWY_DYNAMIC_DISPATCH(TanhArray)(in.data(), out.data(), in.size());
-  out.resize(count);
-  return out;
+  return Apply(&HWY_DYNAMIC_DISPATCH(TanhArray), std::move(in));
 }
 
 float FromBits(uint32_t bits) {
@@ -94,6 +93,25 @@ double UlpError(float computed, double exact) {
   return std::fabs(computed - exact) / ulp;
 }
 
+// The floats whose bits run from first_bits to last_bits with a stride of 61 (odd, so that
+// every low mantissa pattern comes up), last_bits' float itself added, handed to on_chunk in
+// chunks of about a million. Returns how many there were.
+template <typename OnChunk>
+int64_t SweepEvery61st(uint32_t first_bits, uint32_t last_bits, OnChunk on_chunk) {
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  int64_t checked = 0;
+  for (uint64_t first = first_bits; first <= last_bits; first += kChunk * 61) {
+    std::vector<float> in;
+    for (uint64_t bits = first; bits <= last_bits && bits < first + kChunk * 61; bits += 61) {
+      in.push_back(FromBits(static_cast<uint32_t>(bits)));
+    }
+    if (first + kChunk * 61 > last_bits) in.push_back(FromBits(last_bits));
+    on_chunk(in);
+    checked += static_cast<int64_t>(in.size());
+  }
+  return checked;
+}
+
 void CheckExp(const char* target) {
   SCOPED_TRACE(target);
   const float min_argument = HWY_DYNAMIC_DISPATCH(MinArgument)();
@@ -101,22 +119,15 @@ void CheckExp(const char* target) {
   ASSERT_GE(std::exp(double{min_argument}), std::numeric_limits<float>::min());
   ASSERT_LT(std::exp(double{std::nextafter(min_argument, -1000.0f)}),
             std::numeric_limits<float>::min());
-  // Every float in [min_argument, 0] with a stride of 61 floats (odd, so that every low
-  // mantissa pattern comes up), min_argument itself, in chunks. Most floats of the range lie
-  // in [-1, 0], where the reduction's boundaries (+-ln2 / 2) and the tiniest arguments are.
+  // Every 61st float in [min_argument, 0], and min_argument itself. Most floats of the range
+  // lie in [-1, 0], where the reduction's boundaries (+-ln2 / 2) and the tiniest arguments are.
   const uint32_t zero_bits = 0x80000000u;  // -0.0f: negative floats grow with their bits
   uint32_t min_bits;
   std::memcpy(&min_bits, &min_argument, sizeof min_bits);
   double worst = 0;
   float worst_at = 0;
-  int64_t failures = 0, checked = 0;
-  constexpr uint64_t kChunk = 1 << 20;
-  for (uint64_t first = zero_bits; first <= min_bits; first += kChunk * 61) {
-    std::vector<float> in;
-    for (uint64_t bits = first; bits <= min_bits && bits < first + kChunk * 61; bits += 61) {
-      in.push_back(FromBits(static_cast<uint32_t>(bits)));
-    }
-    if (first + kChunk * 61 > min_bits) in.push_back(min_argument);
+  int64_t failures = 0;
+  const int64_t checked = SweepEvery61st(zero_bits, min_bits, [&](const std::vector<float>& in) {
     const std::vector<float> out = Exp(in);
     for (size_t i = 0; i < in.size(); ++i) {
       const double error = UlpError(out[i], std::exp(double{in[i]}));
@@ -126,8 +137,7 @@ void CheckExp(const char* target) {
                       << std::exp(double{in[i]}) << ": " << error << " ulps";
       }
     }
-    checked += static_cast<int64_t>(in.size());
-  }
+  });
   EXPECT_EQ(failures, 0);
   std::printf("%s: %lld arguments, worst %.3f ulps at %.9g\n", target,
               static_cast<long long>(checked), worst,
@@ -150,13 +160,8 @@ void CheckTanh(const char* target) {
   std::memcpy(&top_bits, &top, sizeof top_bits);
   double worst = 0;
   float worst_at = 0;
-  int64_t failures = 0, checked = 0;
-  constexpr uint64_t kChunk = 1 << 20;
-  for (uint64_t first = 1; first <= top_bits; first += kChunk * 61) {
-    std::vector<float> in;
-    for (uint64_t bits = first; bits <= top_bits && bits < first + kChunk * 61; bits += 61) {
-      in.push_back(FromBits(static_cast<uint32_t>(bits)));
-    }
+  int64_t failures = 0;
+  const int64_t checked = SweepEvery61st(1, top_bits, [&](const std::vector<float>& in) {
     std::vector<float> negated(in.size());
     for (size_t i = 0; i < in.size(); ++i) negated[i] = -in[i];
     const std::vector<float> out = Tanh(in), out_negated = Tanh(negated);
@@ -171,8 +176,7 @@ void CheckTanh(const char* target) {
                       << out_negated[i];
       }
     }
-    checked += static_cast<int64_t>(in.size());
-  }
+  });
   EXPECT_EQ(failures, 0);
   std::printf("%s: tanh, %lld arguments, worst %.3f ulps at %.9g\n", target,
               static_cast<long long>(checked), worst, worst_at);
