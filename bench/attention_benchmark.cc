@@ -135,24 +135,33 @@ void BM_StreamingRead(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamingRead)->Arg(1)->Arg(kLayers)->ArgName("layers")->Unit(benchmark::kMillisecond);
 
-// Decode (Sq = 1, Skv = 4096) over `layers` distinct layers in turn: 1 is the hot case (the
-// layer stays in cache), 30 the cold one. Args: kernel, layers, threads.
-void BM_DecodeLayers(benchmark::State& state) {
-  const int kernel = static_cast<int>(state.range(0));
-  const int threads = static_cast<int>(state.range(2));
-  openblas_set_num_threads(threads);
-  const auto layers = Layers(state.range(1), 4096);
+// Decode (Sq = 1, Skv = 4096) over `layer_count` distinct layers in turn, each iteration
+// calling `decode(q, k, v)` once per layer: 1 is the hot case (the layer stays in cache), 30
+// the cold one. Reports GB/s of K/V read.
+template <typename Decode>
+void DecodeOverLayers(benchmark::State& state, int64_t layer_count, Decode decode) {
+  const auto layers = Layers(layer_count, 4096);
   const Tensor q = Random({1, kHeads, 1, kHeadDim}, 5);
-  const AttentionParams params;
   for (auto _ : state) {
     for (const auto& [k, v] : layers) {
-      absl::StatusOr<Tensor> out = RunKernel(kernel, q, k, v, params, threads);
+      absl::StatusOr<Tensor> out = decode(q, k, v);
       benchmark::DoNotOptimize(out);
     }
   }
   state.counters["KV_GB/s"] = benchmark::Counter(
-      2.0 * kKvHeads * 4096 * kHeadDim * 4 * state.range(1) * state.iterations() / 1e9,
+      2.0 * kKvHeads * 4096 * kHeadDim * 4 * layer_count * state.iterations() / 1e9,
       benchmark::Counter::kIsRate);
+}
+
+// Args: kernel, layers, threads.
+void BM_DecodeLayers(benchmark::State& state) {
+  const int kernel = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(2));
+  openblas_set_num_threads(threads);
+  const AttentionParams params;
+  DecodeOverLayers(state, state.range(1), [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return RunKernel(kernel, q, k, v, params, threads);
+  });
   state.SetLabel(kKernelNames[kernel]);
 }
 BENCHMARK(BM_DecodeLayers)
@@ -254,8 +263,6 @@ BENCHMARK(BM_FlashDecode)
 // general tile kernel took these calls). Args: feature (0 softcap, 1 ALiBi), layers, threads.
 void BM_DecodeFeatureLayers(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(2));
-  const auto layers = Layers(state.range(1), 4096);
-  const Tensor q = Random({1, kHeads, 1, kHeadDim}, 5);
   AttentionParams params;
   if (state.range(0) == 0) {
     params.softcap = 50.0f;
@@ -265,15 +272,9 @@ void BM_DecodeFeatureLayers(benchmark::State& state) {
     }
     params.q_positions.assign(1, 4095);  // the query follows its keys
   }
-  for (auto _ : state) {
-    for (const auto& [k, v] : layers) {
-      absl::StatusOr<Tensor> out = FlashAttention(q, k, v, params, {.num_threads = threads});
-      benchmark::DoNotOptimize(out);
-    }
-  }
-  state.counters["KV_GB/s"] = benchmark::Counter(
-      2.0 * kKvHeads * 4096 * kHeadDim * 4 * state.range(1) * state.iterations() / 1e9,
-      benchmark::Counter::kIsRate);
+  DecodeOverLayers(state, state.range(1), [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return FlashAttention(q, k, v, params, {.num_threads = threads});
+  });
   state.SetLabel(state.range(0) == 0 ? "softcap" : "alibi");
 }
 BENCHMARK(BM_DecodeFeatureLayers)
