@@ -9,11 +9,12 @@
 //  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
 //  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
 //     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
-//  5. Decode with a logit softcap or ALiBi, hot and cold.
+//  5. Decode with a logit softcap, ALiBi or an additive mask, hot and cold.
 //
 //   bazel run --config=opt //bench:attention_benchmark [-- --simd_target=AVX2]
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -257,28 +258,35 @@ BENCHMARK(BM_FlashDecode)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Decode with a per-score feature: a logit softcap (Gemma 2's 50) or ALiBi slopes (BLOOM's
-// for 9 heads: 2^(-8 (h + 1) / 9)), (1, 4096) over 1 layer (hot) or 30 distinct layers
-// (cold), as BM_DecodeLayers; the dense decode kernel applies both in vectors (before, the
-// general tile kernel took these calls). Args: feature (0 softcap, 1 ALiBi), layers, threads.
+// Decode with a per-score feature: a logit softcap (Gemma 2's 50), ALiBi slopes (BLOOM's
+// for 9 heads: 2^(-8 (h + 1) / 9)), or an additive mask of one row for every head that
+// removes the first 13 keys and adds 0 to the rest (a left-padded row of a batch, as a
+// Hugging Face model passes its attention mask); (1, 4096) over 1 layer (hot) or 30 distinct
+// layers (cold), as BM_DecodeLayers. Args: feature (0 softcap, 1 ALiBi, 2 mask), layers,
+// threads.
 void BM_DecodeFeatureLayers(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(2));
   AttentionParams params;
-  if (state.range(0) == 0) {
+  const int64_t feature = state.range(0);
+  if (feature == 0) {
     params.softcap = 50.0f;
-  } else {
+  } else if (feature == 1) {
     for (int64_t h = 0; h < kHeads; ++h) {
       params.alibi_slopes.push_back(std::exp2(-8.0f * static_cast<float>(h + 1) / kHeads));
     }
     params.q_positions.assign(1, 4095);  // the query follows its keys
+  } else {
+    Tensor mask = *Tensor::Zeros(DType::kF32, {1, 1, 1, 4096});
+    std::fill_n(mask.data<float>(), 13, -INFINITY);
+    params.mask = std::move(mask);
   }
   DecodeOverLayers(state, state.range(1), [&](const Tensor& q, const Tensor& k, const Tensor& v) {
     return FlashAttention(q, k, v, params, {.num_threads = threads});
   });
-  state.SetLabel(state.range(0) == 0 ? "softcap" : "alibi");
+  state.SetLabel(feature == 0 ? "softcap" : feature == 1 ? "alibi" : "mask");
 }
 BENCHMARK(BM_DecodeFeatureLayers)
-    ->ArgsProduct({{0, 1}, {1, kLayers}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2}, {1, kLayers}, {1, 2}})
     ->ArgNames({"feature", "layers", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -139,14 +139,23 @@ void GenerateMask(KernelCase& c) {
                                                                                          : -40.0f;
   }
   switch (pattern) {
-    case 1: {  // leading keys removed for every row: whole tiles, and one more or less
+    case 1: {  // leading keys removed for every row: whole tiles, and one more or less; half
+               // the time the rest finite, as a left-padded row of a batch (kernels may take
+               // keys with finite mask values on a faster path than removed ones)
       const int64_t leading = LengthNear({kTile - 1, kTile, kTile + 1, 2 * kTile, 2 * kTile + 1,
                                           p.kv_len - 1, p.kv_len},
                                          0, p.kv_len);
+      const bool padding = Sometimes(50);
       for (int64_t r = 0; r < rows; ++r) {
-        std::fill_n(p.mask.begin() + r * p.kv_len, leading, -INFINITY);
+        float* row = p.mask.data() + r * p.kv_len;
+        std::fill_n(row, leading, -INFINITY);
+        if (!padding) continue;
+        for (int64_t j = leading; j < p.kv_len; ++j) {
+          if (row[j] == -INFINITY) row[j] = 0.0f;
+        }
       }
-      c.notes.push_back(absl::StrCat("mask removes keys [0, ", leading, ") of every row"));
+      c.notes.push_back(absl::StrCat("mask removes keys [0, ", leading, ") of every row",
+                                     padding ? " and none after" : ""));
       break;
     }
     case 2: {  // every other mask row removes every key
@@ -181,7 +190,11 @@ void GenerateMask(KernelCase& c) {
                                      " for removed keys, and whole rows of it"));
       break;
     }
-    case 4: {  // a few +inf or NaN entries
+    case 4: {  // a few +inf or NaN entries, half the time in a mask that removes no key
+      if (Sometimes(50)) {
+        for (float& entry : p.mask) entry = entry == -INFINITY ? 0.0f : entry;
+        c.notes.push_back("mask removes no key");
+      }
       for (int n = *Uniform(1, 4); n > 0 && !p.mask.empty(); --n) {
         const int64_t at = *Uniform<int64_t>(0, static_cast<int64_t>(p.mask.size()));
         p.mask[at] = *rc::gen::element(INFINITY, NAN);

@@ -13,9 +13,9 @@
 // range is split across threads and the partial (m, l, acc) states are merged exactly as in a
 // two-pass kernel. The Highway path (dynamic dispatch) and the scalar path compute the same
 // thing; FlashPath selects one for testing. Within the Highway path, blocks of few rows over
-// many keys (decode, short causal blocks) send the runs of keys that all their rows may see,
-// without a mask, to a dense decode kernel (which applies a softcap and ALiBi in vectors), and
-// everything else to the general tile kernel (prefill: K transposed once per call, and
+// many keys (decode, short causal blocks) send the runs of keys that all their rows may see
+// (a mask's values finite there) to a dense decode kernel (which applies a softcap, ALiBi and
+// the mask in vectors), and everything else to the general tile kernel (prefill: K transposed once per call, and
 // without per-score rules beyond causal/window ranges, register-blocked groups of six rows).
 // Blocks are handed to threads costliest first; without key splits each block's task also
 // writes its output rows.

@@ -6,12 +6,12 @@
 // keep up with the read. The general kernel's per-tile work (the allowed-key table, a pointer
 // per row, one horizontal sum and scalar store per (row, key), one Exp pass per row) was as
 // large as the arithmetic itself there. This kernel takes the runs of keys that every row of
-// the block may see, with no mask, and does only the math; per tile of kTile keys and group
-// of up to four rows:
+// the block may see (the mask, if any, finite there) and does only the math; per tile of
+// kTile keys and group of up to four rows:
 //   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
 //      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
-//      with a softcap, s_t -> c tanh(s_t / c) in vectors (SoftcapTile), and with ALiBi,
-//      s_t += slope (kpos_t - qpos) (AlibiTile);
+//      with a softcap, s_t -> c tanh(s_t / c) in vectors (SoftcapTile), with ALiBi,
+//      s_t += slope (kpos_t - qpos) (AlibiTile), and with a mask, s_t += mask_t (MaskTile);
 //   2. one online-softmax update per row and tile: m = max(m_old, max_t s_t); acc and l scale
 //      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with the vector exp of
 //      flash_exp-inl.h, the group's rows interleaved; l += sum_t p_t;
@@ -187,6 +187,30 @@ HWY_INLINE void AlibiTile(DF df, const FlashProblem& p, const RowBlock& block, i
   }
 }
 
+// The additive mask s += mask (FinishScore's, last) on the tile's first `count` scores of each
+// row; the rest stay -inf. Only tiles whose mask values are all finite reach this kernel
+// (ProcessBlockSimd), so no key is removed here.
+template <int kRows>
+HWY_INLINE void MaskTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
+                         int64_t first, int64_t count, float* scores) {
+  alignas(64) float tail[kTile];
+  for (int r = 0; r < kRows; ++r) {
+    const float* bias = p.MaskRow(block.batch, block.head[r0 + r], block.query[r0 + r]) + first;
+    if (count < kTile) {  // a short tile may end the mask's row: no vector reads past it
+      std::copy(bias, bias + count, tail);
+      std::fill(tail + count, tail + kTile, 0.0f);
+      bias = tail;
+    }
+    float* row = scores + r * kTile;
+    for (int64_t t = 0; t < count; t += kN) {
+      const VF s = hn::Load(df, row + t);
+      const VF biased = hn::Add(s, hn::LoadU(df, bias + t));
+      hn::Store(hn::IfThenElse(hn::FirstN(df, static_cast<size_t>(count - t)), biased, s), df,
+                row + t);
+    }
+  }
+}
+
 // Rows [r0, r0 + kRows) of the block over the tile of keys [first, first + count).
 template <int kRows, typename T>
 HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
@@ -196,6 +220,7 @@ HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, i
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
   if (p.softcap > 0.0f) SoftcapTile<kRows>(df, p, count, scores);
   if (p.alibi_slopes != nullptr) AlibiTile<kRows>(df, p, block, r0, first, count, scores);
+  if (p.mask != nullptr) MaskTile<kRows>(df, p, block, r0, first, count, scores);
   // Every key of the tile is one all rows may see (-inf past the tile's keys).
   UpdateRows<kRows>(df, states, scores, kTile, kTile, loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
@@ -301,6 +326,27 @@ void ProcessDenseImpl(const FlashProblem& p, const RowBlock& block, RowState* st
   }
 }
 
+// Whether the mask values of every row of the block for the keys [first, last) are finite:
+// none removes its key, none makes a score +inf or NaN. REQUIRES: p.mask with
+// mask_stride[3] == 1.
+bool MaskFiniteImpl(const FlashProblem& p, const RowBlock& block, int64_t first, int64_t last) {
+  const DF df;
+  const float* previous = nullptr;
+  for (int r = 0; r < block.num_rows; ++r) {
+    const float* row = p.MaskRow(block.batch, block.head[r], block.query[r]);
+    if (row == previous) continue;  // a mask row broadcast over heads or queries: read once
+    previous = row;
+    int64_t j = first;
+    auto finite = hn::IsFinite(hn::Zero(df));  // all true
+    for (; j + kN <= last; j += kN) finite = hn::And(finite, hn::IsFinite(hn::LoadU(df, row + j)));
+    if (!hn::AllTrue(df, finite)) return false;
+    for (; j < last; ++j) {
+      if (!std::isfinite(row[j])) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kvcheck::flash_internal
 HWY_AFTER_NAMESPACE();
@@ -309,12 +355,13 @@ HWY_AFTER_NAMESPACE();
 namespace kvcheck::flash_internal {
 
 HWY_EXPORT(ProcessDenseImpl);
+HWY_EXPORT(MaskFiniteImpl);
 
 namespace {
 
 // Runs keys [from, to) of `block` through the dense kernel or the general one.
-void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, int64_t to,
-                  bool dense, RowState* states) {
+void ProcessRun(const FlashProblem& p, const RowBlock& block, int64_t from, int64_t to,
+                bool dense, RowState* states) {
   if (from >= to) return;
   RowBlock part = block;
   part.key_begin = from;
@@ -326,13 +373,48 @@ void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, in
   }
 }
 
+// Calls `classify(first, last)` for each tile of kFlashTile keys of [from, to), whether it
+// is dense, and hands maximal runs of one kind to ProcessRun.
+template <typename Classify>
+void ProcessTileRuns(const FlashProblem& p, const RowBlock& block, int64_t from, int64_t to,
+                     RowState* states, Classify classify) {
+  int64_t run_begin = from;
+  bool run_dense = false;
+  for (int64_t first = from; first < to; first += kFlashTile) {
+    const bool dense = classify(first, std::min(first + kFlashTile, to));
+    if (first == from) {
+      run_dense = dense;
+    } else if (dense != run_dense) {
+      ProcessRun(p, block, run_begin, first, run_dense, states);
+      run_begin = first;
+      run_dense = dense;
+    }
+  }
+  ProcessRun(p, block, run_begin, to, run_dense, states);
+}
+
+// Keys [from, to) that the rules let every row see (`dense`), or not: with a mask, only its
+// tiles whose values are all finite for every row go to the dense kernel (a left-padded
+// batch row's mask removes its first keys and adds 0 to the rest).
+void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, int64_t to,
+                  bool dense, RowState* states) {
+  if (!dense || p.mask == nullptr) {
+    ProcessRun(p, block, from, to, dense, states);
+    return;
+  }
+  ProcessTileRuns(p, block, from, to, states, [&](int64_t first, int64_t last) {
+    return HWY_DYNAMIC_DISPATCH(MaskFiniteImpl)(p, block, first, last);
+  });
+}
+
 }  // namespace
 
 void ProcessBlockSimd(const FlashProblem& p, const RowBlock& block, RowState* states) {
-  // The dense kernel reads K per key (not the transposed K of prefill) and adds nothing to a
-  // score but the softcap and ALiBi (SoftcapTile, AlibiTile): no mask.
-  const bool eligible =
-      p.k_transposed == nullptr && p.mask == nullptr && block.key_begin < block.key_end;
+  // The dense kernel reads K per key (not the transposed K of prefill), and a mask's values
+  // along the keys in vectors (MaskTile).
+  const bool eligible = p.k_transposed == nullptr &&
+                        (p.mask == nullptr || p.mask_stride[3] == 1) &&
+                        block.key_begin < block.key_end;
   int64_t q_min = std::numeric_limits<int64_t>::max();
   int64_t q_max = std::numeric_limits<int64_t>::min();
   for (int r = 0; r < block.num_rows; ++r) {
@@ -357,28 +439,18 @@ void ProcessBlockSimd(const FlashProblem& p, const RowBlock& block, RowState* st
     ProcessRange(p, block, to, end, false, states);
     return;
   }
-  // Explicit positions (caches: rings wrap, empty slots are -1): classify runs of kFlashTile
-  // keys by their smallest and largest position, and hand maximal runs of one kind over.
+  // Explicit positions (caches: rings wrap, empty slots are -1): classify tiles of kFlashTile
+  // keys by their smallest and largest position (and, with a mask, its values).
   const int64_t* positions = p.kv_positions + block.batch * p.shape.kv_len;
-  int64_t run_begin = begin;
-  bool run_dense = false;
-  for (int64_t first = begin; first < end; first += kFlashTile) {
-    const int64_t last = std::min(first + kFlashTile, end);
+  ProcessTileRuns(p, block, begin, end, states, [&](int64_t first, int64_t last) {
     int64_t k_min = positions[first], k_max = positions[first];
     for (int64_t j = first + 1; j < last; ++j) {
       k_min = std::min(k_min, positions[j]);
       k_max = std::max(k_max, positions[j]);
     }
-    const bool dense = k_min >= lo && k_max < hi;
-    if (first == begin) {
-      run_dense = dense;
-    } else if (dense != run_dense) {
-      ProcessRange(p, block, run_begin, first, run_dense, states);
-      run_begin = first;
-      run_dense = dense;
-    }
-  }
-  ProcessRange(p, block, run_begin, end, run_dense, states);
+    return k_min >= lo && k_max < hi &&
+           (p.mask == nullptr || HWY_DYNAMIC_DISPATCH(MaskFiniteImpl)(p, block, first, last));
+  });
 }
 
 }  // namespace kvcheck::flash_internal

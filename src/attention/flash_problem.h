@@ -76,6 +76,10 @@ struct FlashProblem {
                            : mask[b * mask_stride[0] + h * mask_stride[1] + i * mask_stride[2] +
                                   j * mask_stride[3]];
   }
+  // Mask row (b, h, i) at key 0 (its keys mask_stride[3] apart). REQUIRES: mask != null.
+  const float* MaskRow(int64_t b, int64_t h, int64_t i) const {
+    return mask + b * mask_stride[0] + h * mask_stride[1] + i * mask_stride[2];
+  }
   float Slope(int64_t h) const { return alibi_slopes != nullptr ? alibi_slopes[h] : 0.0f; }
 };
 
@@ -105,7 +109,8 @@ struct RowState {
 // Adds the keys [block.key_begin, block.key_end) to the states of the block's rows.
 void ProcessBlockScalar(const FlashProblem& problem, const RowBlock& block, RowState* states);
 // The Highway path (flash_decode_simd.cc): splits the keys into runs for its dense decode
-// kernel (every row sees every key, no per-score rules) and for ProcessTilesSimd.
+// kernel (every row sees every key: no rule removes one, and no mask value is -inf, +inf or
+// NaN) and for ProcessTilesSimd.
 void ProcessBlockSimd(const FlashProblem& problem, const RowBlock& block, RowState* states);
 // The general tile kernel: any rules, any rows (flash_block_simd.cc).
 void ProcessTilesSimd(const FlashProblem& problem, const RowBlock& block, RowState* states);
