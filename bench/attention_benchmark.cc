@@ -9,7 +9,7 @@
 //  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
 //  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
 //     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
-//  5. Decode with a logit softcap, ALiBi or an additive mask, hot and cold.
+//  5. Decode with a logit softcap, ALiBi or an additive mask, hot and cold; prefill with each.
 //
 //   bazel run --config=opt //bench:attention_benchmark [-- --simd_target=AVX2]
 #include <cblas.h>
@@ -258,36 +258,67 @@ BENCHMARK(BM_FlashDecode)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Decode with a per-score feature: a logit softcap (Gemma 2's 50), ALiBi slopes (BLOOM's
-// for 9 heads: 2^(-8 (h + 1) / 9)), or an additive mask of one row for every head that
-// removes the first 13 keys and adds 0 to the rest (a left-padded row of a batch, as a
-// Hugging Face model passes its attention mask); (1, 4096) over 1 layer (hot) or 30 distinct
-// layers (cold), as BM_DecodeLayers. Args: feature (0 softcap, 1 ALiBi, 2 mask), layers,
-// threads.
-void BM_DecodeFeatureLayers(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(2));
+// The per-score features of BM_DecodeFeatureLayers and BM_PrefillFeature, for Sq queries over
+// Skv keys: 0, a logit softcap (Gemma 2's 50); 1, ALiBi slopes (BLOOM's for 9 heads:
+// 2^(-8 (h + 1) / 9)); 2, an additive mask of one row per query for every head that removes
+// the first 13 keys and adds 0 to the rest (a left-padded row of a batch, as a Hugging Face
+// model passes its attention mask); 3, none.
+const char* const kFeatureNames[] = {"softcap", "alibi", "mask", "none"};
+AttentionParams FeatureParams(int64_t feature, int64_t q_len, int64_t kv_len) {
   AttentionParams params;
-  const int64_t feature = state.range(0);
   if (feature == 0) {
     params.softcap = 50.0f;
   } else if (feature == 1) {
     for (int64_t h = 0; h < kHeads; ++h) {
       params.alibi_slopes.push_back(std::exp2(-8.0f * static_cast<float>(h + 1) / kHeads));
     }
-    params.q_positions.assign(1, 4095);  // the query follows its keys
-  } else {
-    Tensor mask = *Tensor::Zeros(DType::kF32, {1, 1, 1, 4096});
-    std::fill_n(mask.data<float>(), 13, -INFINITY);
+  } else if (feature == 2) {
+    Tensor mask = *Tensor::Zeros(DType::kF32, {1, 1, q_len, kv_len});
+    for (int64_t i = 0; i < q_len; ++i) std::fill_n(mask.data<float>() + i * kv_len, 13, -INFINITY);
     params.mask = std::move(mask);
   }
+  return params;
+}
+
+// Decode with a per-score feature (FeatureParams), (1, 4096) over 1 layer (hot) or 30
+// distinct layers (cold), as BM_DecodeLayers. Args: feature (0 softcap, 1 ALiBi, 2 mask),
+// layers, threads.
+void BM_DecodeFeatureLayers(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(2));
+  const int64_t feature = state.range(0);
+  const AttentionParams params = FeatureParams(feature, 1, 4096);
   DecodeOverLayers(state, state.range(1), [&](const Tensor& q, const Tensor& k, const Tensor& v) {
     return FlashAttention(q, k, v, params, {.num_threads = threads});
   });
-  state.SetLabel(feature == 0 ? "softcap" : feature == 1 ? "alibi" : "mask");
+  state.SetLabel(kFeatureNames[feature]);
 }
 BENCHMARK(BM_DecodeFeatureLayers)
     ->ArgsProduct({{0, 1, 2}, {1, kLayers}, {1, 2}})
     ->ArgNames({"feature", "layers", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Prefill 512 x 512, causal, with a per-score feature (FeatureParams; 3: none, the seed
+// table's flash row). GFLOP/s counts the causal pairs (the mask's 13 removed keys per row
+// too). Args: feature, threads.
+void BM_PrefillFeature(benchmark::State& state) {
+  const int64_t feature = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const Tensor q = Random({1, kHeads, 512, kHeadDim}, 1);
+  const Tensor k = Random({1, kKvHeads, 512, kHeadDim}, 2);
+  const Tensor v = Random({1, kKvHeads, 512, kHeadDim}, 3);
+  AttentionParams params = FeatureParams(feature, 512, 512);
+  params.causal = true;
+  for (auto _ : state) {
+    absl::StatusOr<Tensor> out = FlashAttention(q, k, v, params, {.num_threads = threads});
+    benchmark::DoNotOptimize(out);
+  }
+  ReportAttention(state, 512, 512, true, 2 * kKvHeads * 512 * kHeadDim * 4);
+  state.SetLabel(kFeatureNames[feature]);
+}
+BENCHMARK(BM_PrefillFeature)
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->ArgNames({"feature", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -10,8 +10,7 @@
 // kTile keys and group of up to four rows:
 //   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
 //      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
-//      with a softcap, s_t -> c tanh(s_t / c) in vectors (SoftcapTile), with ALiBi,
-//      s_t += slope (kpos_t - qpos) (AlibiTile), and with a mask, s_t += mask_t (MaskTile);
+//      then the softcap, ALiBi and mask values in vectors (flash_score_rules-inl.h);
 //   2. one online-softmax update per row and tile: m = max(m_old, max_t s_t); acc and l scale
 //      by exp(m_old - m) only when m grows; p_t = exp(s_t - m) with the vector exp of
 //      flash_exp-inl.h, the group's rows interleaved; l += sum_t p_t;
@@ -36,10 +35,10 @@
 #define HWY_TARGET_INCLUDE "src/attention/flash_decode_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // After foreach_target.h: compiled once per target with this file.
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_decode_scores-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"
+#include "src/attention/flash_score_rules-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -133,84 +132,6 @@ struct DenseScratch {
   alignas(64) float scores[kMaxBlockRows * kTile];
 };
 
-// The logit softcap s -> c tanh(s / c) (key_rules.h's FinishScore, as c tanh(s * (1/c))) on
-// the tile's first `count` scores of each row; the rest stay -inf (no key: tanh would make
-// them -c). Highway's Tanh is within 4 ulps, the bound's tanh_ulps (reference/ERROR_BOUND.md),
-// and maps NaN to NaN and +-inf to +-1 as std::tanh does.
-template <int kRows>
-HWY_INLINE void SoftcapTile(DF df, const FlashProblem& p, int64_t count, float* scores) {
-  const VF cap = hn::Set(df, p.softcap), inverse = hn::Set(df, p.inverse_softcap);
-  for (int r = 0; r < kRows; ++r) {
-    float* row = scores + r * kTile;
-    for (int64_t t = 0; t < count; t += kN) {
-      const VF s = hn::Load(df, row + t);
-      const VF capped = hn::Mul(cap, hn::Tanh(df, hn::Mul(s, inverse)));
-      hn::Store(hn::IfThenElse(hn::FirstN(df, static_cast<size_t>(count - t)), capped, s), df,
-                row + t);
-    }
-  }
-}
-
-// The ALiBi bias s += slope_h (kpos - qpos) (FinishScore's, after the softcap) on the tile's
-// first `count` scores of each row whose head has a slope; the rest stay -inf (an
-// overflowing bias would make them NaN). kpos - qpos is taken in int64_t and rounded to float
-// per key, as FinishScore does.
-template <int kRows>
-HWY_INLINE void AlibiTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
-                          int64_t first, int64_t count, float* scores) {
-  alignas(64) float distance[kTile];
-  for (int r = 0; r < kRows; ++r) {
-    const float slope = p.Slope(block.head[r0 + r]);
-    if (slope == 0.0f) continue;
-    const int64_t qpos = p.QueryPosition(block.batch, block.query[r0 + r]);
-    // Key j at position j (no table): the distances first - qpos + t are whole numbers that
-    // floats hold exactly below 2^24, so a vector of them is the rounded int64_t difference.
-    const int64_t base = first - qpos;
-    const bool exact_iota = p.kv_positions == nullptr && base > -(int64_t{1} << 24) &&
-                            base + kTile < (int64_t{1} << 24);
-    if (!exact_iota) {
-      for (int64_t t = 0; t < count; ++t) {
-        distance[t] = static_cast<float>(p.KeyPosition(block.batch, first + t) - qpos);
-      }
-      std::fill(distance + count, distance + kTile, 0.0f);  // read by the last vector
-    }
-    const VF slope_v = hn::Set(df, slope);
-    float* row = scores + r * kTile;
-    for (int64_t t = 0; t < count; t += kN) {
-      const VF s = hn::Load(df, row + t);
-      const VF d = exact_iota ? hn::Iota(df, static_cast<float>(base + t))
-                              : hn::Load(df, distance + t);
-      const VF biased = hn::MulAdd(slope_v, d, s);
-      hn::Store(hn::IfThenElse(hn::FirstN(df, static_cast<size_t>(count - t)), biased, s), df,
-                row + t);
-    }
-  }
-}
-
-// The additive mask s += mask (FinishScore's, last) on the tile's first `count` scores of each
-// row; the rest stay -inf. Only tiles whose mask values are all finite reach this kernel
-// (ProcessBlockSimd), so no key is removed here.
-template <int kRows>
-HWY_INLINE void MaskTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
-                         int64_t first, int64_t count, float* scores) {
-  alignas(64) float tail[kTile];
-  for (int r = 0; r < kRows; ++r) {
-    const float* bias = p.MaskRow(block.batch, block.head[r0 + r], block.query[r0 + r]) + first;
-    if (count < kTile) {  // a short tile may end the mask's row: no vector reads past it
-      std::copy(bias, bias + count, tail);
-      std::fill(tail + count, tail + kTile, 0.0f);
-      bias = tail;
-    }
-    float* row = scores + r * kTile;
-    for (int64_t t = 0; t < count; t += kN) {
-      const VF s = hn::Load(df, row + t);
-      const VF biased = hn::Add(s, hn::LoadU(df, bias + t));
-      hn::Store(hn::IfThenElse(hn::FirstN(df, static_cast<size_t>(count - t)), biased, s), df,
-                row + t);
-    }
-  }
-}
-
 // Rows [r0, r0 + kRows) of the block over the tile of keys [first, first + count).
 template <int kRows, typename T>
 HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, int r0,
@@ -218,9 +139,7 @@ HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, i
                           const Rows<T>& values, int64_t count, const Rows<T>* prefetch,
                           int64_t prefetch_bytes, float* scores, RowState* states) {
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
-  if (p.softcap > 0.0f) SoftcapTile<kRows>(df, p, count, scores);
-  if (p.alibi_slopes != nullptr) AlibiTile<kRows>(df, p, block, r0, first, count, scores);
-  if (p.mask != nullptr) MaskTile<kRows>(df, p, block, r0, first, count, scores);
+  ApplyScoreRules<kRows, kTile>(df, p, block, r0, first, count, scores);
   // Every key of the tile is one all rows may see (-inf past the tile's keys).
   UpdateRows<kRows>(df, states, scores, kTile, kTile, loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
@@ -411,7 +330,7 @@ void ProcessRange(const FlashProblem& p, const RowBlock& block, int64_t from, in
 
 void ProcessBlockSimd(const FlashProblem& p, const RowBlock& block, RowState* states) {
   // The dense kernel reads K per key (not the transposed K of prefill), and a mask's values
-  // along the keys in vectors (MaskTile).
+  // along the keys in vectors (flash_score_rules-inl.h).
   const bool eligible = p.k_transposed == nullptr &&
                         (p.mask == nullptr || p.mask_stride[3] == 1) &&
                         block.key_begin < block.key_end;

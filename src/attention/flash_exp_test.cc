@@ -3,7 +3,7 @@
 // - ExpOfNonPositive (flash_exp-inl.h), the online softmax's exp: within 2 ulps (the error
 //   bound's exp_ulps) for every 61st float in [kExpMinArgument, 0] (18 million arguments);
 //   exactly 1 at 0; 0 below the normal range, at -inf and for NaN.
-// - Highway's Tanh, the decode kernel's softcap (flash_decode_simd.cc): within 4 ulps (the
+// - Highway's Tanh, the kernels' softcap (flash_score_rules-inl.h): within 4 ulps (the
 //   bound's tanh_ulps) for every 61st float in (0, 20], odd (tanh(-x) == -tanh(x) bit for
 //   bit), and tanh of +-0, +-inf and NaN as std::tanh gives them.
 #include <cmath>

@@ -1,8 +1,8 @@
 // File: flash_prefill_tile-inl.h
 // Highway code of the general tile kernel's prefill path (flash_block_simd.cc), included once
 // per target after hwy/foreach_target.h. It takes a block when K is transposed once per
-// (b, kv_head) by the driver (prefill), the keys a row may see are one range (default key
-// positions, no mask) and nothing is added to a score (no softcap, no ALiBi): PrefillTiles
+// (b, kv_head) by the driver (prefill) and the keys a row may see are one range (default key
+// positions, no mask); a softcap and ALiBi are applied in vectors: PrefillTiles
 // walks the block's keys kKeys (two tiles) at a time and splits the rows into groups of up
 // to six (GQA prefill: two query positions of a group of three heads, each K^T and V load
 // serving all six).
@@ -12,7 +12,8 @@
 //      for six rows on AVX2's 16 registers) through all of D, each K^T vector load shared by
 //      the rows and each broadcast q element by two vectors of keys; no horizontal sums;
 //      keys past every row's range (a short last tile, causal prefill's diagonal) are neither
-//      scored nor weighed, in whole passes;
+//      scored nor weighed, in whole passes; then the softcap and ALiBi
+//      (flash_score_rules-inl.h);
 //   2. keys outside row r's range [begin_r, end_r) of the tile become -inf (diagonal tiles of
 //      causal prefill, and the keys past a short last tile), then the online-softmax update
 //      of each row, the rows' exp calls interleaved: m = max(m_old, max_t s_t); acc and l
@@ -38,10 +39,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "src/attention/flash_problem.h"
 #include "src/attention/flash_online_softmax-inl.h"
+#include "src/attention/flash_score_rules-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -189,13 +192,14 @@ HWY_INLINE void RowValues(DF df, RowState& state, const float* p, const ValueRow
   }
 }
 
-// Rows [0, kRows) of a group (q rows of loop_dim floats, scaled and zero-padded) over one
-// tile; row r sees the keys [begin[r], end[r]) of it (possibly none). `scores`: kRows x
-// kKeys floats of scratch.
+// Rows [r0, r0 + kRows) of the block, a group (q rows of loop_dim floats, scaled and
+// zero-padded), over the tile of keys [first, first + count); row r of the group sees the keys
+// [begin[r], end[r]) of it (possibly none). `scores`: kRows x kKeys floats of scratch.
 template <int kRows>
-void GroupTile(DF df, const float* q, int64_t loop_dim, const float* kt, int64_t kt_stride,
-               const ValueRows& values, const int64_t* begin, const int64_t* end,
-               float* scores, RowState* states) {
+void GroupTile(DF df, const FlashProblem& problem, const RowBlock& block, int r0, int64_t first,
+               int64_t count, const float* q, int64_t loop_dim, const float* kt,
+               int64_t kt_stride, const ValueRows& values, const int64_t* begin,
+               const int64_t* end, float* scores, RowState* states) {
   bool full = true;
   int64_t common_begin = 0, common_end = kKeys, last_end = 0;
   for (int r = 0; r < kRows; ++r) {
@@ -208,6 +212,8 @@ void GroupTile(DF df, const float* q, int64_t loop_dim, const float* kt, int64_t
   // neither scored nor weighed, in whole passes of the score kernel.
   const int64_t width = (last_end + kScorePass - 1) / kScorePass * kScorePass;
   GroupScores<kRows>(df, q, loop_dim, kt, kt_stride, width, scores);
+  // The softcap and ALiBi on the scored keys (the rest become -inf in GroupUpdate).
+  ApplyScoreRules<kRows, kKeys>(df, problem, block, r0, first, std::min(width, count), scores);
   GroupUpdate<kRows>(df, states, scores, begin, end, full, width, loop_dim);
   if (common_begin < common_end) {
     GroupValues<kRows>(df, states, scores, values, common_begin, common_end, loop_dim);
@@ -276,30 +282,29 @@ inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& blo
       const int64_t* row_begin = begin + r0;
       const int64_t* row_end = end + r0;
       RowState* row_states = states + r0;
+      auto group = [&](auto rows_tag) HWY_ATTR {
+        GroupTile<decltype(rows_tag)::value>(df, problem, block, r0, first, count, q, loop_dim,
+                                             kt, kt_stride, values, row_begin, row_end, scores,
+                                             row_states);
+      };
       switch (rows) {
         case 1:
-          GroupTile<1>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       scores, row_states);
+          group(std::integral_constant<int, 1>());
           break;
         case 2:
-          GroupTile<2>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       scores, row_states);
+          group(std::integral_constant<int, 2>());
           break;
         case 3:
-          GroupTile<3>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       scores, row_states);
+          group(std::integral_constant<int, 3>());
           break;
         case 4:
-          GroupTile<4>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       scores, row_states);
+          group(std::integral_constant<int, 4>());
           break;
         case 5:
-          GroupTile<5>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       scores, row_states);
+          group(std::integral_constant<int, 5>());
           break;
         default:
-          GroupTile<6>(df, q, loop_dim, kt, kt_stride, values, row_begin, row_end,
-                       scores, row_states);
+          group(std::integral_constant<int, 6>());
           break;
       }
       r0 += rows;
