@@ -127,7 +127,7 @@ void GenerateMask(KernelCase& c) {
   p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
   p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
   const int64_t rows = p.mask_batch * p.mask_heads * p.q_len;
-  const int pattern = *rc::gen::element(0, 1, 2, 3, 4, 5);
+  const int pattern = *rc::gen::element(0, 1, 1, 2, 3, 4, 5);  // 1, padding, the commonest
   // Random entries from a seeded stream: 0, -inf or a finite bias (and +inf / NaN when the
   // pattern asks for them).
   const std::vector<float> noise =
@@ -204,6 +204,62 @@ void GenerateMask(KernelCase& c) {
     }
     default:
       break;
+  }
+  // Sometimes NaN or infinite V at keys the mask removes: a row must never multiply a removed
+  // key's V in, not even by its weight of 0. Either the whole V rows of every key that every
+  // query row reading them removes (of one batch row and KV head: no row may see them, so
+  // any leak shows, wherever a kernel draws its lines), or one element at a key some mask
+  // row removes (half the time at the edge of a removed run; the rows that keep the key are
+  // NaN, as the reference says).
+  if (!p.mask.empty() && p.head_dim > 0 && Sometimes(60)) {
+    const float x = RoundToDType(*rc::gen::element(NAN, INFINITY, -INFINITY), p.output_dtype);
+    const int64_t b = *Uniform<int64_t>(0, p.batch);
+    const int64_t kv_head = *Uniform<int64_t>(0, p.num_kv_heads);
+    const int64_t group = p.num_heads / p.num_kv_heads;
+    auto mask_at = [&](int64_t h, int64_t i, int64_t j) {
+      const int64_t mask_b = p.mask_batch == 1 ? 0 : b, mask_h = p.mask_heads == 1 ? 0 : h;
+      return p.mask[((mask_b * p.mask_heads + mask_h) * p.q_len + i) * p.kv_len + j];
+    };
+    std::vector<int64_t> removed_everywhere;
+    for (int64_t j = 0; j < p.kv_len; ++j) {
+      bool everywhere = true;
+      for (int64_t h = kv_head * group; h < (kv_head + 1) * group && everywhere; ++h) {
+        for (int64_t i = 0; i < p.q_len && everywhere; ++i) everywhere = mask_at(h, i, j) == -INFINITY;
+      }
+      if (everywhere) removed_everywhere.push_back(j);
+    }
+    std::vector<int64_t> removed, edges;  // mask entries
+    for (int64_t e = 0; e < static_cast<int64_t>(p.mask.size()); ++e) {
+      if (p.mask[e] != -INFINITY) continue;
+      removed.push_back(e);
+      const int64_t j = e % p.kv_len;
+      if ((j > 0 && p.mask[e - 1] != -INFINITY) ||
+          (j + 1 < p.kv_len && p.mask[e + 1] != -INFINITY)) {
+        edges.push_back(e);
+      }
+    }
+    if (!removed_everywhere.empty() && Sometimes(50)) {
+      for (int64_t j : removed_everywhere) {
+        std::fill_n(p.v.begin() + p.KvIndex(b, kv_head, j, 0), p.head_dim, x);
+      }
+      FocusOnKey(c, b, kv_head);
+      c.notes.push_back(absl::StrCat("v is all ", SpecialName(x), " at the ",
+                                     removed_everywhere.size(), " keys of b=", b, " KV head ",
+                                     kv_head, " that the mask removes for every row"));
+    } else if (!removed.empty()) {
+      const int64_t e = *rc::gen::elementOf(!edges.empty() && Sometimes(50) ? edges : removed);
+      const int64_t mask_row = e / p.kv_len, j = e % p.kv_len;
+      const int64_t mask_head = mask_row / p.q_len % p.mask_heads;
+      const int64_t mask_batch = mask_row / p.q_len / p.mask_heads;
+      const int64_t vb = p.mask_batch == 1 ? b : mask_batch;
+      const int64_t h = p.mask_heads == 1 ? kv_head * group : mask_head;
+      const int64_t d = *Uniform<int64_t>(0, p.head_dim);
+      p.v[p.KvIndex(vb, h / group, j, d)] = x;
+      FocusOnKey(c, vb, h / group);
+      c.notes.push_back(absl::StrCat("v slot ", j, " element ", d, " of b=", vb, " KV head ",
+                                     h / group, " is ", SpecialName(x), " where mask row ",
+                                     mask_row, " removes it"));
+    }
   }
   c.mask = SpecFor(DType::kF32, {p.mask_batch, p.mask_heads, p.q_len, p.kv_len}, p.mask,
                    Sometimes(50));

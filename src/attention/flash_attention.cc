@@ -44,8 +44,9 @@ std::vector<RowBlock> PlanBlocks(const FlashProblem& p) {
   const int64_t group = s.group_size();
   const int64_t heads_per_block = std::min<int64_t>(group, kMaxBlockRows);
   const int64_t queries_per_block = std::max<int64_t>(1, kMaxBlockRows / heads_per_block);
-  // With default key positions and no mask, causal and window rules cut the key range.
-  const bool trim = p.kv_positions == nullptr && p.mask == nullptr;
+  // With default key positions, causal and window rules cut the key range (a mask can only
+  // remove more keys).
+  const bool trim = p.kv_positions == nullptr;
   std::vector<RowBlock> blocks;
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t kv_head = 0; kv_head < s.num_kv_heads; ++kv_head) {

@@ -1,8 +1,8 @@
 // The Highway path's general tile kernel (dynamic dispatch over the compiled targets): any
 // rules, any number of rows. Runs of keys that every row of a small block sees (a mask, if
 // any, finite there) go to the dense decode kernel instead (flash_decode_simd.cc); prefill
-// blocks (K transposed by the driver) whose rows see one range of keys each (no mask, default
-// key positions) go to the register-blocked groups of flash_prefill_tile-inl.h.
+// blocks (K transposed by the driver) whose causal and window rules give each row one range of
+// keys (default key positions) go to the register-blocked groups of flash_prefill_tile-inl.h.
 //
 // Otherwise keys are processed in tiles of kTile. For each tile:
 //   1. rows of K and V are used in place when they are f32 with unit stride and a whole
@@ -319,7 +319,9 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
   }
   const bool post_process = problem.softcap > 0 || problem.alibi_slopes != nullptr ||
                             problem.mask != nullptr;
-  if (problem.k_transposed != nullptr && ranges) {  // a softcap and ALiBi included
+  // The prefill groups take a softcap, ALiBi and a mask whose keys are adjacent in memory.
+  if (problem.k_transposed != nullptr && problem.kv_positions == nullptr &&
+      (problem.mask == nullptr || problem.mask_stride[3] == 1)) {
     scratch.v.resize(prefill::kKeys * loop_dim);
     prefill::PrefillTiles(df, problem, block, loop_dim, lo, hi, scratch.q.data(),
                           scratch.v.data(), states);

@@ -1,8 +1,9 @@
 // File: flash_prefill_tile-inl.h
 // Highway code of the general tile kernel's prefill path (flash_block_simd.cc), included once
 // per target after hwy/foreach_target.h. It takes a block when K is transposed once per
-// (b, kv_head) by the driver (prefill) and the keys a row may see are one range (default key
-// positions, no mask); a softcap and ALiBi are applied in vectors: PrefillTiles
+// (b, kv_head) by the driver (prefill) and the keys a row's causal and window rules let it
+// see are one range (default key positions); a softcap, ALiBi and a mask (unit stride along
+// the keys) are applied in vectors: PrefillTiles
 // walks the block's keys kKeys (two tiles) at a time and splits the rows into groups of up
 // to six (GQA prefill: two query positions of a group of three heads, each K^T and V load
 // serving all six).
@@ -12,7 +13,7 @@
 //      for six rows on AVX2's 16 registers) through all of D, each K^T vector load shared by
 //      the rows and each broadcast q element by two vectors of keys; no horizontal sums;
 //      keys past every row's range (a short last tile, causal prefill's diagonal) are neither
-//      scored nor weighed, in whole passes; then the softcap and ALiBi
+//      scored nor weighed, in whole passes; then the softcap, ALiBi and mask
 //      (flash_score_rules-inl.h);
 //   2. keys outside row r's range [begin_r, end_r) of the tile become -inf (diagonal tiles of
 //      causal prefill, and the keys past a short last tile), then the online-softmax update
@@ -21,8 +22,10 @@
 //   3. acc += sum_t p_t v_t over the keys every row of the group sees, [max_r begin_r,
 //      min_r end_r), with kRows x kDV vectors of D in registers across the keys (each V load
 //      shared by the rows); the few keys only some rows see (the diagonal) key by key for
-//      those rows. A key a row may not see is never multiplied in, not even by 0 (0 * NaN
-//      would leak a masked NaN value).
+//      those rows; where the mask removes keys (-inf) of the tile, the common range shrinks
+//      to keys no row's mask removes, and the key-by-key passes skip removed ones. A key a
+//      row may not see is never multiplied in, not even by 0 (0 * NaN would leak a masked
+//      NaN value), nor counted among its allowed keys.
 // NaN is never hidden: the softmax's exp (flash_exp-inl.h) maps NaN to 0, so NaN and +inf
 // scores are caught before it and mark the row (FinalizeRow writes NaN), as in the rest of
 // the kernel.
@@ -192,6 +195,29 @@ HWY_INLINE void RowValues(DF df, RowState& state, const float* p, const ValueRow
   }
 }
 
+// acc += p_t v_t for the keys [t0, t1) of one row, skipping those its mask removes (`removed`:
+// the row's mask values from the tile's first key; -inf removes): a removed key's V is never
+// multiplied in, not even by its weight 0.
+HWY_INLINE void RowValuesKept(DF df, RowState& state, const float* p, const ValueRows& values,
+                              int64_t t0, int64_t t1, int64_t loop_dim, const float* removed) {
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t t = t0; t < t1; ++t) {
+    if (removed[t] != minus_inf) RowValues(df, state, p, values, t, t + 1, loop_dim);
+  }
+}
+
+// How many of mask[t0, t1) are -inf (keys the mask removes).
+HWY_INLINE int64_t RemovedKeys(DF df, const float* mask, int64_t t0, int64_t t1) {
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  const VF minus_inf_v = hn::Set(df, minus_inf);
+  int64_t removed = 0, t = t0;
+  for (; t + kN <= t1; t += kN) {
+    removed += static_cast<int64_t>(hn::CountTrue(df, hn::Eq(hn::LoadU(df, mask + t), minus_inf_v)));
+  }
+  for (; t < t1; ++t) removed += mask[t] == minus_inf ? 1 : 0;
+  return removed;
+}
+
 // Rows [r0, r0 + kRows) of the block, a group (q rows of loop_dim floats, scaled and
 // zero-padded), over the tile of keys [first, first + count); row r of the group sees the keys
 // [begin[r], end[r]) of it (possibly none). `scores`: kRows x kKeys floats of scratch.
@@ -199,7 +225,7 @@ template <int kRows>
 void GroupTile(DF df, const FlashProblem& problem, const RowBlock& block, int r0, int64_t first,
                int64_t count, const float* q, int64_t loop_dim, const float* kt,
                int64_t kt_stride, const ValueRows& values, const int64_t* begin,
-               const int64_t* end, float* scores, RowState* states) {
+               const int64_t* end, bool removed_keys, float* scores, RowState* states) {
   bool full = true;
   int64_t common_begin = 0, common_end = kKeys, last_end = 0;
   for (int r = 0; r < kRows; ++r) {
@@ -212,20 +238,50 @@ void GroupTile(DF df, const FlashProblem& problem, const RowBlock& block, int r0
   // neither scored nor weighed, in whole passes of the score kernel.
   const int64_t width = (last_end + kScorePass - 1) / kScorePass * kScorePass;
   GroupScores<kRows>(df, q, loop_dim, kt, kt_stride, width, scores);
-  // The softcap and ALiBi on the scored keys (the rest become -inf in GroupUpdate).
+  // The softcap, ALiBi and mask on the scored keys (the rest become -inf in GroupUpdate).
   ApplyScoreRules<kRows, kKeys>(df, problem, block, r0, first, std::min(width, count), scores);
   GroupUpdate<kRows>(df, states, scores, begin, end, full, width, loop_dim);
-  if (common_begin < common_end) {
-    GroupValues<kRows>(df, states, scores, values, common_begin, common_end, loop_dim);
+  // acc += p v over the keys every row of the group sees, [cb, ce), in registers; each row's
+  // other keys one by one. Where the mask removes keys of the tile, [cb, ce) is the longer
+  // side of the common range that no row's mask removes a key of (a left-padded row removes
+  // its first keys), and the one-by-one keys skip the removed ones.
+  int64_t cb = common_begin, ce = common_end;
+  const float* masks[kRows] = {};
+  if (removed_keys) {
+    const float minus_inf = -std::numeric_limits<float>::infinity();
+    int64_t first_removed = ce, last_removed = cb - 1;
     for (int r = 0; r < kRows; ++r) {
-      const float* p = scores + r * kKeys;
-      RowValues(df, states[r], p, values, begin[r], common_begin, loop_dim);
-      RowValues(df, states[r], p, values, common_end, end[r], loop_dim);
+      masks[r] = problem.MaskRow(block.batch, block.head[r0 + r], block.query[r0 + r]) + first;
+      for (int64_t t = cb; t < ce; ++t) {
+        if (masks[r][t] != minus_inf) continue;
+        first_removed = std::min(first_removed, t);
+        last_removed = std::max(last_removed, t);
+      }
+    }
+    if (first_removed < ce) {
+      if (first_removed - cb >= ce - (last_removed + 1)) {
+        ce = first_removed;
+      } else {
+        cb = last_removed + 1;
+      }
+    }
+  }
+  auto row_values = [&](int r, int64_t t0, int64_t t1) HWY_ATTR {
+    const float* p = scores + r * kKeys;
+    if (removed_keys) {
+      RowValuesKept(df, states[r], p, values, t0, t1, loop_dim, masks[r]);
+    } else {
+      RowValues(df, states[r], p, values, t0, t1, loop_dim);
+    }
+  };
+  if (cb < ce) {
+    GroupValues<kRows>(df, states, scores, values, cb, ce, loop_dim);
+    for (int r = 0; r < kRows; ++r) {
+      row_values(r, begin[r], cb);
+      row_values(r, ce, end[r]);
     }
   } else {  // no key every row sees (a row of the group sees none, or windows barely overlap)
-    for (int r = 0; r < kRows; ++r) {
-      RowValues(df, states[r], scores + r * kKeys, values, begin[r], end[r], loop_dim);
-    }
+    for (int r = 0; r < kRows; ++r) row_values(r, begin[r], end[r]);
   }
 }
 
@@ -253,14 +309,20 @@ inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& blo
                           D % static_cast<int64_t>(hn::Lanes(df)) == 0;
   for (int64_t first = block.key_begin; first < block.key_end; first += kKeys) {
     const int64_t count = std::min(kKeys, block.key_end - first);
-    // Row r sees the keys [begin[r], end[r]) of the tile (of its first `count`).
-    int64_t begin[kMaxBlockRows], end[kMaxBlockRows];
+    // Row r's rules let it see the keys [begin[r], end[r]) of the tile (of its first
+    // `count`), of which its mask removes removed[r].
+    int64_t begin[kMaxBlockRows], end[kMaxBlockRows], removed[kMaxBlockRows];
     bool any_allowed = false;
     for (int r = 0; r < R; ++r) {
       begin[r] = std::clamp<int64_t>(lo[r] - first, 0, count);
       end[r] = std::clamp<int64_t>(hi[r] - first, begin[r], count);
-      states[r].allowed += end[r] - begin[r];
-      any_allowed = any_allowed || end[r] > begin[r];
+      removed[r] = problem.mask == nullptr
+                       ? 0
+                       : RemovedKeys(df, problem.MaskRow(b, block.head[r], block.query[r]) + first,
+                                     begin[r], end[r]);
+      const int64_t seen = end[r] - begin[r] - removed[r];
+      states[r].allowed += seen;
+      any_allowed = any_allowed || seen > 0;
     }
     if (!any_allowed) continue;
     ValueRows values;
@@ -282,10 +344,12 @@ inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& blo
       const int64_t* row_begin = begin + r0;
       const int64_t* row_end = end + r0;
       RowState* row_states = states + r0;
+      bool removed_keys = false;
+      for (int r = r0; r < r0 + rows; ++r) removed_keys = removed_keys || removed[r] > 0;
       auto group = [&](auto rows_tag) HWY_ATTR {
         GroupTile<decltype(rows_tag)::value>(df, problem, block, r0, first, count, q, loop_dim,
-                                             kt, kt_stride, values, row_begin, row_end, scores,
-                                             row_states);
+                                             kt, kt_stride, values, row_begin, row_end,
+                                             removed_keys, scores, row_states);
       };
       switch (rows) {
         case 1:
