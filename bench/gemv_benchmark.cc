@@ -64,8 +64,6 @@ void BM_DecodeStepGemv(benchmark::State& state) {
     }
   }
   floor = std::max(floor, bench::ReadBandwidth(threads));
-  const double seconds_per_step = state.iterations() == 0 ? 0 : 1.0;  // rate counters below
-  (void)seconds_per_step;
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
                                               benchmark::Counter::kIsRate,
                                               benchmark::Counter::kIs1000);
