@@ -262,8 +262,9 @@ BENCHMARK(BM_FlashDecode)
 // Skv keys: 0, a logit softcap (Gemma 2's 50); 1, ALiBi slopes (BLOOM's for 9 heads:
 // 2^(-8 (h + 1) / 9)); 2, an additive mask of one row per query for every head that removes
 // the first 13 keys and adds 0 to the rest (a left-padded row of a batch, as a Hugging Face
-// model passes its attention mask); 3, none.
-const char* const kFeatureNames[] = {"softcap", "alibi", "mask", "none"};
+// model passes its attention mask); 3, none; 4, every key's position given explicitly, the
+// consecutive 0..Skv-1 (as an engine passes its cache's position table).
+const char* const kFeatureNames[] = {"softcap", "alibi", "mask", "none", "kv_positions"};
 AttentionParams FeatureParams(int64_t feature, int64_t q_len, int64_t kv_len) {
   AttentionParams params;
   if (feature == 0) {
@@ -276,6 +277,9 @@ AttentionParams FeatureParams(int64_t feature, int64_t q_len, int64_t kv_len) {
     Tensor mask = *Tensor::Zeros(DType::kF32, {1, 1, q_len, kv_len});
     for (int64_t i = 0; i < q_len; ++i) std::fill_n(mask.data<float>() + i * kv_len, 13, -INFINITY);
     params.mask = std::move(mask);
+  } else if (feature == 4) {
+    params.kv_positions.resize(kv_len);
+    for (int64_t j = 0; j < kv_len; ++j) params.kv_positions[j] = j;
   }
   return params;
 }
@@ -317,7 +321,7 @@ void BM_PrefillFeature(benchmark::State& state) {
   state.SetLabel(kFeatureNames[feature]);
 }
 BENCHMARK(BM_PrefillFeature)
-    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
     ->ArgNames({"feature", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -383,7 +383,9 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
         for (int64_t i = 0; i < p.q_len; ++i) p.q_positions.push_back(p.kv_len - p.q_len + i - back);
       }
     } else if (c.positions_kind == "kv only") {
-      const int64_t on = *Uniform<int64_t>(0, 4);
+      // Keys a few positions on, or back: then the first keys sit at negative positions,
+      // empty slots, though numbered consecutively with the rest.
+      const int64_t on = *Uniform<int64_t>(-3, 4);
       for (int64_t b = 0; b < p.batch; ++b) {
         for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(j + on);
       }

@@ -86,6 +86,34 @@ std::vector<RowBlock> PlanBlocks(const FlashProblem& p) {
   return blocks;
 }
 
+// Positions enter every rule only through kpos - qpos and their signs (key_rules.h: a
+// negative position is an empty slot; causal, window and ALiBi read the difference). So when
+// each batch row's keys sit at consecutive positions o_b + j, o_b >= 0 (a cache that has not
+// wrapped, a prompt starting at o_b), the problem is the same with the keys at the default
+// positions j and the queries at qpos - o_b, as long as no query changes sign (every
+// non-negative qpos >= o_b). The kernels' fast paths take default key positions: cut block
+// ranges, the prefill groups, one dense decode run, exact ALiBi distances. Returns whether
+// that holds, with the queries' shifted positions ((B, Sq) row-major) in `shifted`.
+bool ShiftKeysToDefaultPositions(const FlashProblem& p, std::vector<int64_t>& shifted) {
+  const AttentionShape& s = p.shape;
+  if (p.kv_positions == nullptr || s.kv_len == 0) return false;
+  shifted.resize(s.batch * s.q_len);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t* keys = p.kv_positions + b * s.kv_len;
+    const int64_t offset = keys[0];
+    if (offset < 0 || offset > std::numeric_limits<int64_t>::max() - s.kv_len) return false;
+    for (int64_t j = 1; j < s.kv_len; ++j) {
+      if (keys[j] != offset + j) return false;
+    }
+    for (int64_t i = 0; i < s.q_len; ++i) {
+      const int64_t qpos = p.QueryPosition(b, i);
+      if (qpos >= 0 && qpos < offset) return false;
+      shifted[b * s.q_len + i] = qpos < 0 ? qpos : qpos - offset;
+    }
+  }
+  return true;
+}
+
 absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                            const AttentionParams& params, const FlashOptions& options) {
   KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
@@ -107,6 +135,11 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
   p.window = params.window;
   p.q_positions = params.q_positions.empty() ? nullptr : params.q_positions.data();
   p.kv_positions = params.kv_positions.empty() ? nullptr : params.kv_positions.data();
+  std::vector<int64_t> shifted_q_positions;
+  if (ShiftKeysToDefaultPositions(p, shifted_q_positions)) {
+    p.kv_positions = nullptr;
+    p.q_positions = shifted_q_positions.data();
+  }
   Tensor mask;
   if (params.mask.has_value()) {
     mask = *params.mask;  // f32 by validation; read in place through its strides
