@@ -205,12 +205,12 @@ void GenerateMask(KernelCase& c) {
     default:
       break;
   }
-  // Sometimes NaN or infinite V at keys the mask removes: a row must never multiply a removed
-  // key's V in, not even by its weight of 0. Either the whole V rows of every key that every
-  // query row reading them removes (of one batch row and KV head: no row may see them, so
-  // any leak shows, wherever a kernel draws its lines), or one element at a key some mask
-  // row removes (half the time at the edge of a removed run; the rows that keep the key are
-  // NaN, as the reference says).
+  // Sometimes NaN or infinite V (or K) at keys the mask removes: a row must never multiply a
+  // removed key's V in, not even by its weight of 0, nor score its K. Either the whole rows
+  // of every key that every query row reading them removes (of one batch row and KV head:
+  // no row may see them, so any leak shows, wherever a kernel draws its lines), or one V
+  // element at a key some mask row removes (half the time at the edge of a removed run; the
+  // rows that keep the key are NaN, as the reference says).
   if (!p.mask.empty() && p.head_dim > 0 && Sometimes(60)) {
     const float x = RoundToDType(*rc::gen::element(NAN, INFINITY, -INFINITY), p.output_dtype);
     const int64_t b = *Uniform<int64_t>(0, p.batch);
@@ -239,11 +239,15 @@ void GenerateMask(KernelCase& c) {
       }
     }
     if (!removed_everywhere.empty() && Sometimes(50)) {
+      // V, or K (whose NaN, infinite or overflowing dot products must not reach a score
+      // either: a removed key's score is -inf whatever q k is).
+      const bool keys = Sometimes(40);
+      const float fill = keys && Sometimes(30) ? RoundToDType(3e38f, p.output_dtype) : x;
       for (int64_t j : removed_everywhere) {
-        std::fill_n(p.v.begin() + p.KvIndex(b, kv_head, j, 0), p.head_dim, x);
+        std::fill_n((keys ? p.k : p.v).begin() + p.KvIndex(b, kv_head, j, 0), p.head_dim, fill);
       }
       FocusOnKey(c, b, kv_head);
-      c.notes.push_back(absl::StrCat("v is all ", SpecialName(x), " at the ",
+      c.notes.push_back(absl::StrCat(keys ? "k" : "v", " is all ", SpecialName(fill), " at the ",
                                      removed_everywhere.size(), " keys of b=", b, " KV head ",
                                      kv_head, " that the mask removes for every row"));
     } else if (!removed.empty()) {
@@ -362,11 +366,13 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     const int64_t per_row = p.batch * p.num_heads * std::max<int64_t>(1, p.kv_len) * p.head_dim;
     p.q_len = std::max<int64_t>(1, std::min(p.q_len, kWorkBudget / per_row));
     // Positions: default (queries are the newest keys), a ring cache's slot order, varlen
-    // rows padded with empty slots (-1), or explicit positions on one side only (the other
-    // default): queries a few positions back, or keys a few positions on.
+    // rows padded with empty slots (-1), explicit positions on one side only (the other
+    // default): queries a few positions back, or keys a few positions on or back; or both
+    // tables from a per-row offset.
     c.positions_kind = "default";
     if (has(kFeaturePositions) && Sometimes(50)) {
-      c.positions_kind = *rc::gen::element<std::string>("ring", "varlen", "q only", "kv only");
+      c.positions_kind =
+          *rc::gen::element<std::string>("ring", "varlen", "q only", "kv only", "both");
     }
     if (c.positions_kind == "ring" && p.kv_len > 0) {
       SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50));  // tokens appended so far
@@ -388,6 +394,22 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
       const int64_t on = *Uniform<int64_t>(-3, 4);
       for (int64_t b = 0; b < p.batch; ++b) {
         for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(j + on);
+      }
+    } else if (c.positions_kind == "both") {
+      // Both tables, as a chunked prefill at an offset passes them: each batch row's keys
+      // from its own offset, its queries the newest of them, a few back; sometimes a query
+      // is an empty slot (-1), or sits just before the row's first key.
+      for (int64_t b = 0; b < p.batch; ++b) {
+        const int64_t offset = *rc::gen::element<int64_t>(0, 1, 7, 1000);
+        const int64_t back = *Uniform<int64_t>(0, 4);
+        for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(offset + j);
+        for (int64_t i = 0; i < p.q_len; ++i) {
+          p.q_positions.push_back(offset + p.kv_len - p.q_len + i - back);
+        }
+        if (Sometimes(30)) {
+          const int64_t i = *Uniform<int64_t>(0, p.q_len);
+          p.q_positions[b * p.q_len + i] = Sometimes(50) ? -1 : offset - 1;
+        }
       }
     } else {
       c.positions_kind = "default";

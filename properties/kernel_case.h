@@ -36,7 +36,7 @@
 namespace kvcheck::properties {
 
 struct KernelCase {
-  std::string positions_kind;  // "default", "ring", "varlen"
+  std::string positions_kind;  // "default", "ring", "varlen", "q only", "kv only", "both"
   reference::AttentionProblem problem;
   TensorSpec q, k, v;          // (B, H, Sq, D), (B, KH, Skv, D) x2, in problem.output_dtype
   std::optional<TensorSpec> mask;

@@ -14,9 +14,11 @@
 // two-pass kernel. The Highway path (dynamic dispatch) and the scalar path compute the same
 // thing; FlashPath selects one for testing. Within the Highway path, blocks of few rows over
 // many keys (decode, short causal blocks) send the runs of keys that all their rows may see
-// (a mask's values finite there) to a dense decode kernel (which applies a softcap, ALiBi and
-// the mask in vectors), and everything else to the general tile kernel (prefill: K transposed once per call, and
-// without per-score rules beyond causal/window ranges, register-blocked groups of six rows).
+// (a mask's values finite there) to a dense decode kernel, and everything else to the general
+// tile kernel; with K transposed once per call (prefill) and default key positions, that
+// runs register-blocked groups of six rows. Both apply a softcap, ALiBi and a mask with
+// unit stride along the keys in vectors; other masks, and in prefill position tables that
+// are not consecutive, take the general kernel's per-key path.
 // Blocks are handed to threads costliest first; without key splits each block's task also
 // writes its output rows.
 //

@@ -287,7 +287,7 @@ void GroupTile(DF df, const FlashProblem& problem, const RowBlock& block, int r0
 
 // The block's keys, tile by tile, in groups of up to six rows (as even as possible). Row r
 // (its q scaled and zero-padded to loop_dim at q_rows + r * loop_dim) sees the keys
-// [lo[r], hi[r]). Scratch: `widened` holds kKeys x loop_dim floats (V rows that cannot be
+// [lo[r], hi[r]) that its mask, if any, does not remove. Scratch: `widened` holds kKeys x loop_dim floats (V rows that cannot be
 // read in place).
 inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& block,
                          int64_t loop_dim, const int64_t* lo, const int64_t* hi,

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -93,8 +94,9 @@ HWY_INLINE void AlibiScores(DF df, const FlashProblem& p, const RowBlock& block,
 }
 
 // The additive mask s += mask(b, h, i, first + t) for rows [r0, r0 + kRows) of the block.
-// A -inf value makes the score -inf; the caller keeps such keys out of its weighted sum and
-// its count of allowed keys. REQUIRES: p.mask with mask_stride[3] == 1.
+// A -inf value makes the score -inf whatever the dot product was (NaN or +inf from a removed
+// key's K plus -inf would be NaN and poison the row); the caller keeps such keys out of its
+// weighted sum and its count of allowed keys. REQUIRES: p.mask with mask_stride[3] == 1.
 template <int kRows, int64_t kStride>
 HWY_INLINE void MaskScores(DF df, const FlashProblem& p, const RowBlock& block, int r0,
                            int64_t first, int64_t count, float* scores) {
@@ -106,9 +108,11 @@ HWY_INLINE void MaskScores(DF df, const FlashProblem& p, const RowBlock& block, 
       std::fill(tail + count, tail + kStride, 0.0f);
       bias = tail;
     }
+    const VF minus_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
     ForEachScoreVector<1, kStride>(df, count, scores + r * kStride,
                                    [&](int, int64_t t, VF s) HWY_ATTR {
-      return hn::Add(s, hn::LoadU(df, bias + t));
+      const VF m = hn::LoadU(df, bias + t);
+      return hn::IfThenElse(hn::Eq(m, minus_inf), m, hn::Add(s, m));
     });
   }
 }
