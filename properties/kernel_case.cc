@@ -216,15 +216,13 @@ void GenerateMask(KernelCase& c) {
     const int64_t b = *Uniform<int64_t>(0, p.batch);
     const int64_t kv_head = *Uniform<int64_t>(0, p.num_kv_heads);
     const int64_t group = p.num_heads / p.num_kv_heads;
-    auto mask_at = [&](int64_t h, int64_t i, int64_t j) {
-      const int64_t mask_b = p.mask_batch == 1 ? 0 : b, mask_h = p.mask_heads == 1 ? 0 : h;
-      return p.mask[((mask_b * p.mask_heads + mask_h) * p.q_len + i) * p.kv_len + j];
-    };
     std::vector<int64_t> removed_everywhere;
     for (int64_t j = 0; j < p.kv_len; ++j) {
       bool everywhere = true;
       for (int64_t h = kv_head * group; h < (kv_head + 1) * group && everywhere; ++h) {
-        for (int64_t i = 0; i < p.q_len && everywhere; ++i) everywhere = mask_at(h, i, j) == -INFINITY;
+        for (int64_t i = 0; i < p.q_len && everywhere; ++i) {
+          everywhere = p.mask[p.MaskIndex(b, h, i, j)] == -INFINITY;
+        }
       }
       if (everywhere) removed_everywhere.push_back(j);
     }
@@ -491,10 +489,7 @@ std::string DescribeRow(const AttentionProblem& p, int64_t row) {
     const float x = p.q[p.QIndex(b, h, i, d)];
     if (!std::isfinite(x)) special.push_back(absl::StrCat("q[", d, "]=", x));
   }
-  const int64_t mask_row =
-      p.mask.empty() ? 0
-                     : (((p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h)) *
-                            p.q_len + i) * p.kv_len;
+  const int64_t mask_row = p.mask.empty() ? 0 : p.MaskIndex(b, h, i, 0);
   for (int64_t j = 0; j < p.kv_len; ++j) {
     const int64_t kpos = p.KvPosition(b, j);
     const float mask = p.mask.empty() ? 0.0f : p.mask[mask_row + j];

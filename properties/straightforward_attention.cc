@@ -32,9 +32,7 @@ std::vector<float> StraightforwardAttention(const reference::AttentionProblem& p
           if (p.window > 0 && qpos - kpos >= p.window) continue;
           float mask = 0.0f;
           if (!p.mask.empty()) {
-            const int64_t mb = p.mask_batch == 1 ? 0 : b;
-            const int64_t mh = p.mask_heads == 1 ? 0 : h;
-            mask = p.mask[((mb * p.mask_heads + mh) * p.q_len + i) * p.kv_len + j];
+            mask = p.mask[p.MaskIndex(b, h, i, j)];
             if (mask == -std::numeric_limits<float>::infinity()) continue;
           }
           float dot = 0.0f;

@@ -62,6 +62,12 @@ struct AttentionProblem {
   int64_t KvIndex(int64_t b, int64_t kh, int64_t j, int64_t d) const {
     return ((b * num_kv_heads + kh) * kv_len + j) * head_dim + d;
   }
+  // Element (b, h, i, j) of the mask seen as (B, H, Sq, Skv): a broadcast dimension reads its
+  // one entry. REQUIRES: !mask.empty().
+  int64_t MaskIndex(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    const int64_t mb = mask_batch == 1 ? 0 : b, mh = mask_heads == 1 ? 0 : h;
+    return ((mb * mask_heads + mh) * q_len + i) * kv_len + j;
+  }
   int64_t QPosition(int64_t b, int64_t i) const {
     return q_positions.empty() ? kv_len - q_len + i : q_positions[b * q_len + i];
   }

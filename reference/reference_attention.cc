@@ -31,10 +31,7 @@ std::vector<KeyScore<Number>> ScoreRow(const AttentionProblem& p, int64_t b, int
   if (qpos < 0) return keys;
   const int64_t kv_head = h / (p.num_heads / p.num_kv_heads);
   const bool has_mask = !p.mask.empty();
-  const int64_t mask_base =
-      has_mask ? (((p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h)) *
-                      p.q_len + i) * p.kv_len
-               : 0;
+  const int64_t mask_base = has_mask ? p.MaskIndex(b, h, i, 0) : 0;
   for (int64_t j = 0; j < p.kv_len; ++j) {
     const int64_t kpos = p.KvPosition(b, j);
     if (kpos < 0) continue;

@@ -212,7 +212,8 @@ HWY_INLINE int64_t RemovedKeys(DF df, const float* mask, int64_t t0, int64_t t1)
   const VF minus_inf_v = hn::Set(df, minus_inf);
   int64_t removed = 0, t = t0;
   for (; t + kN <= t1; t += kN) {
-    removed += static_cast<int64_t>(hn::CountTrue(df, hn::Eq(hn::LoadU(df, mask + t), minus_inf_v)));
+    const auto removed_lanes = hn::Eq(hn::LoadU(df, mask + t), minus_inf_v);
+    removed += static_cast<int64_t>(hn::CountTrue(df, removed_lanes));
   }
   for (; t < t1; ++t) removed += mask[t] == minus_inf ? 1 : 0;
   return removed;
@@ -287,8 +288,8 @@ void GroupTile(DF df, const FlashProblem& problem, const RowBlock& block, int r0
 
 // The block's keys, tile by tile, in groups of up to six rows (as even as possible). Row r
 // (its q scaled and zero-padded to loop_dim at q_rows + r * loop_dim) sees the keys
-// [lo[r], hi[r]) that its mask, if any, does not remove. Scratch: `widened` holds kKeys x loop_dim floats (V rows that cannot be
-// read in place).
+// [lo[r], hi[r]) that its mask, if any, does not remove. Scratch: `widened` holds kKeys x
+// loop_dim floats (V rows that cannot be read in place).
 inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& block,
                          int64_t loop_dim, const int64_t* lo, const int64_t* hi,
                          const float* q_rows, float* widened, RowState* states) {

@@ -122,7 +122,9 @@ template <int kRows, int64_t kStride>
 HWY_INLINE void ApplyScoreRules(DF df, const FlashProblem& p, const RowBlock& block, int r0,
                                 int64_t first, int64_t count, float* scores) {
   if (p.softcap > 0.0f) SoftcapScores<kRows, kStride>(df, p, count, scores);
-  if (p.alibi_slopes != nullptr) AlibiScores<kRows, kStride>(df, p, block, r0, first, count, scores);
+  if (p.alibi_slopes != nullptr) {
+    AlibiScores<kRows, kStride>(df, p, block, r0, first, count, scores);
+  }
   if (p.mask != nullptr) MaskScores<kRows, kStride>(df, p, block, r0, first, count, scores);
 }
 
