@@ -2,7 +2,7 @@
 // dim 64, f32; prefill 128 positions, then 200 decode steps of one token into every layer.
 // Reports the time per decode step (all 30 layers) for each registered strategy, appending
 // with Append (a new view per append: BM_AppendDecode) and with AppendInto (each layer's view
-// kept and updated: BM_AppendIntoDecode), next to its floor (the fastest of a plain and two
+// kept and updated: BM_AppendIntoDecode), next to its floor (the fastest of a plain and four
 // prefetching copies of the same bytes into the same slots of the same strategy's buffers),
 // and the bytes each step writes. BM_FloorAndView adds to the floor's copy what every
 // append's returned view costs (copying and dropping two tensors with reference-counted
@@ -112,29 +112,40 @@ void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy, boo
   ReportPerStep(state);
 }
 
-// When a floor copy prefetches, for writing, the rows the next step writes (what the caches
-// do): not at all, after the step's rows are copied, or before.
+// When a floor copy prefetches the rows the next step writes: not at all, after the step's
+// rows are copied, or before.
 enum class Prefetch { kNone, kAfterCopy, kBeforeCopy };
+// How: for writing into the first-level cache (prefetchw on x86), or for reading into the
+// second-level cache (prefetcht1), which is what the caches do (SlotBuffers::PrefetchSlot).
+enum class PrefetchTo { kL1ForWriting, kL2 };
+
+struct FloorCopy {
+  const char* name;
+  Prefetch when;
+  PrefetchTo to;
+};
 
 // A strategy's floor: the same bytes copied row by row (one 256-byte row per head) into the
 // same slots of the same buffers, with no bookkeeping: the buffers of that strategy's
 // freshly prefilled caches (prealloc's (1, KH, capacity, D) buffers, ring's and scattered's
 // 4096-slot ones, interleaved's (1, capacity, KH, 2D) one), so both write into memory of the
 // same layout in the same state. Position p lives in slot p in all four until a ring wraps
-// (it does not here). Three copies, and the floor is the fastest: a plain memcpy, and two
-// that also prefetch the next step's rows, after the copy or before it. A cold row's stores
-// otherwise stall the next instructions, so a copy that does not prefetch is not a floor
-// for one that does; and which order is faster depends on the layout (on a Zen 4 VM,
-// prefetching first: 4.3-4.5 against 5.0-5.2 us per step for prealloc's, ring's and
-// scattered's buffers, 5.7 against 5.2 for interleaved's). The caches prefetch first
-// (SlotBuffers::WriteStep).
+// (it does not here). Five copies, and the floor is the fastest: a plain memcpy, and four
+// that also prefetch the next step's rows, after the copy or before it, for writing into the
+// first-level cache or for reading into the second. A cold row's stores otherwise stall the
+// next instructions, so a copy that does not prefetch is not a floor for one that does; and
+// what is fastest depends on the layout and the machine. On a Zen 4 VM the second-level
+// prefetch halved the copy (2.4-3.5 against 5.0-5.2 us per step with prefetchw; the floor of
+// the earlier rounds had only prefetchw, so it was not a floor). The caches prefetch first,
+// into the second level (SlotBuffers::PrefetchSlot).
 //
 // Not a floor, but where the rest goes: with `with_view`, the copy that prefetches first also
 // copies and drops the layer's two view tensors, as each append returns a view the caller then
 // drops; their storage is reference counted, so that is two locked increments and two locked
 // decrements.
-void BM_CopySameBytes(benchmark::State& state, const CacheStrategy* strategy, Prefetch prefetch,
+void BM_CopySameBytes(benchmark::State& state, const CacheStrategy* strategy, FloorCopy floor,
                       bool with_view) {
+  const Prefetch prefetch = floor.when;
   const std::vector<float> k_row(kKvHeads * kHeadDim, 3.0f), v_row(kKvHeads * kHeadDim, 4.0f);
   for (auto _ : state) {
     std::vector<CacheView> views;
@@ -146,9 +157,16 @@ void BM_CopySameBytes(benchmark::State& state, const CacheStrategy* strategy, Pr
     const size_t row_bytes = views[0].k.dim(3) * sizeof(float);  // a run-time size
     auto prefetch_slot = [&](const CacheView& view, int64_t slot) {
       for (int64_t h = 0; h < kKvHeads; ++h) {
+        const char* k_row = reinterpret_cast<const char*>(row(view.k, h, slot));
+        const char* v_row = reinterpret_cast<const char*>(row(view.v, h, slot));
         for (size_t line = 0; line < row_bytes; line += 64) {
-          __builtin_prefetch(reinterpret_cast<const char*>(row(view.k, h, slot)) + line, 1);
-          __builtin_prefetch(reinterpret_cast<const char*>(row(view.v, h, slot)) + line, 1);
+          if (floor.to == PrefetchTo::kL2) {
+            __builtin_prefetch(k_row + line, /*rw=*/0, /*locality=*/2);
+            __builtin_prefetch(v_row + line, /*rw=*/0, /*locality=*/2);
+          } else {
+            __builtin_prefetch(k_row + line, /*rw=*/1, /*locality=*/3);
+            __builtin_prefetch(v_row + line, /*rw=*/1, /*locality=*/3);
+          }
         }
       }
     };
@@ -197,18 +215,20 @@ const bool registered = [] {
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
     if (!WritesInPlace(strategy)) continue;
-    const std::pair<const char*, Prefetch> floors[] = {
-        {"memcpy", Prefetch::kNone},
-        {"copy_then_prefetch", Prefetch::kAfterCopy},
-        {"prefetch_then_copy", Prefetch::kBeforeCopy}};
-    for (const auto& [floor, prefetch] : floors) {
-      benchmark::RegisterBenchmark(("BM_Floor/" + name + "/" + floor).c_str(), BM_CopySameBytes,
-                                   &strategy, prefetch, false)
+    const FloorCopy floors[] = {
+        {"memcpy", Prefetch::kNone, PrefetchTo::kL2},
+        {"copy_then_prefetchw", Prefetch::kAfterCopy, PrefetchTo::kL1ForWriting},
+        {"prefetchw_then_copy", Prefetch::kBeforeCopy, PrefetchTo::kL1ForWriting},
+        {"copy_then_prefetch_l2", Prefetch::kAfterCopy, PrefetchTo::kL2},
+        {"prefetch_l2_then_copy", Prefetch::kBeforeCopy, PrefetchTo::kL2}};
+    for (const FloorCopy& floor : floors) {
+      benchmark::RegisterBenchmark(("BM_Floor/" + name + "/" + floor.name).c_str(),
+                                   BM_CopySameBytes, &strategy, floor, false)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
     }
     benchmark::RegisterBenchmark(("BM_FloorAndView/" + name).c_str(), BM_CopySameBytes, &strategy,
-                                 Prefetch::kBeforeCopy, true)
+                                 FloorCopy{"", Prefetch::kBeforeCopy, PrefetchTo::kL2}, true)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
   }

@@ -57,16 +57,16 @@ SlotBuffers::SlotBuffers(Tensor k_buffer, Tensor v_buffer)
       const std::byte* v_row = v_slot + b * v_batch_ + h * v_head_;
       if (k_span == v_span) {  // contiguous rows: one loop over both
         for (int64_t offset = 0; offset < k_span; offset += 64) {
-          __builtin_prefetch(k_row + offset, /*rw=*/1, /*locality=*/3);
-          __builtin_prefetch(v_row + offset, /*rw=*/1, /*locality=*/3);
+          __builtin_prefetch(k_row + offset, /*rw=*/0, /*locality=*/2);
+          __builtin_prefetch(v_row + offset, /*rw=*/0, /*locality=*/2);
         }
         continue;
       }
       for (int64_t offset = 0; offset < k_span; offset += 64) {
-        __builtin_prefetch(k_row + offset, /*rw=*/1, /*locality=*/3);
+        __builtin_prefetch(k_row + offset, /*rw=*/0, /*locality=*/2);
       }
       for (int64_t offset = 0; offset < v_span; offset += 64) {
-        __builtin_prefetch(v_row + offset, /*rw=*/1, /*locality=*/3);
+        __builtin_prefetch(v_row + offset, /*rw=*/0, /*locality=*/2);
       }
     }
   }

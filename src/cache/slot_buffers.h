@@ -59,10 +59,17 @@ class SlotBuffers {
   // REQUIRES: as WriteStep, with slot + S <= slots().
   void Write(const Tensor& k, const Tensor& v, int64_t slot, int64_t next_slot) const;
 
-  // Asks the CPU to fetch, for writing, the lines of slot `slot` of both buffers for every
-  // batch row and head: the next decode step writes there, and a slot row of a fresh buffer
-  // is rarely in cache (its stores would otherwise wait a memory round trip). A no-op when
-  // slot is outside [0, slots()).
+  // Asks the CPU to fetch the lines of slot `slot` of both buffers for every batch row and
+  // head: the next decode step writes there, and a slot row of a fresh buffer is rarely in
+  // cache (its stores would otherwise wait a memory round trip). A no-op when slot is outside
+  // [0, slots()).
+  // The lines go to the second-level cache, for reading (prefetcht1 on x86), not to the
+  // first level for writing (prefetchw): a 30-layer step asks for 720 lines in bursts of 24
+  // per layer, more than the first level keeps in flight, and a store to a line the second
+  // level holds exclusively (no other core reads these buffers) needs no memory round trip.
+  // In the append benchmark on a Zen 4 VM (alternating builds, one core), a step of
+  // `AppendInto` on prealloc took 3.5-4.3 us this way against 6.1-6.4 us with prefetchw, and
+  // the floor copies 2.4-3.5 against 5.0-5.2.
   void PrefetchSlot(int64_t slot) const;
 
   // Writes into `view` the buffers narrowed to slots [0, length), with no position table
