@@ -42,6 +42,14 @@ SlotBuffers::SlotBuffers(Tensor k_buffer, Tensor v_buffer)
   v_row_span_ = ((head_dim_ - 1) * vs[3] + 1) * element_size_;
 }
 
+// One line of a row the next step writes, into the second-level cache for reading: the kind
+// of prefetch is chosen here once (why this kind: PrefetchSlot in slot_buffers.h).
+namespace {
+[[gnu::always_inline]] inline void PrefetchStepLine(const std::byte* line) {
+  __builtin_prefetch(line, /*rw=*/0, /*locality=*/2);
+}
+}  // namespace
+
 // GCC 12 finds a function whose only effects are __builtin_prefetch "pure" and drops calls
 // to it whose result (none) is unused: called out of line from WriteStep, this loop was
 // never run (no prefetch instruction in WriteStep's code, and the step took twice the time
@@ -57,16 +65,16 @@ SlotBuffers::SlotBuffers(Tensor k_buffer, Tensor v_buffer)
       const std::byte* v_row = v_slot + b * v_batch_ + h * v_head_;
       if (k_span == v_span) {  // contiguous rows: one loop over both
         for (int64_t offset = 0; offset < k_span; offset += 64) {
-          __builtin_prefetch(k_row + offset, /*rw=*/0, /*locality=*/2);
-          __builtin_prefetch(v_row + offset, /*rw=*/0, /*locality=*/2);
+          PrefetchStepLine(k_row + offset);
+          PrefetchStepLine(v_row + offset);
         }
         continue;
       }
       for (int64_t offset = 0; offset < k_span; offset += 64) {
-        __builtin_prefetch(k_row + offset, /*rw=*/0, /*locality=*/2);
+        PrefetchStepLine(k_row + offset);
       }
       for (int64_t offset = 0; offset < v_span; offset += 64) {
-        __builtin_prefetch(v_row + offset, /*rw=*/0, /*locality=*/2);
+        PrefetchStepLine(v_row + offset);
       }
     }
   }
