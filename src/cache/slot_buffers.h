@@ -81,6 +81,11 @@ class SlotBuffers {
  private:
   // PrefetchSlot's loops. REQUIRES: 0 <= slot < slots().
   void PrefetchRows(int64_t slot) const;
+  // WriteStep's copies of one tensor's B x KH rows (`from`, byte strides of its dimensions
+  // 0 and 1) to `to` (the buffer's row (0, 0) of the slot, and its byte strides), for rows
+  // that do not lie at one stride.
+  void WriteRows(const std::byte* from, int64_t from_batch, int64_t from_head, std::byte* to,
+                 int64_t to_batch, int64_t to_head) const;
 
   Tensor k_, v_;
   // Byte addresses and strides, from the layouts above: slot 0 of row (0, 0), and the
@@ -93,6 +98,9 @@ class SlotBuffers {
   int64_t element_size_ = 0;
   int64_t row_bytes_ = 0;                    // head_dim_ * element size
   int64_t k_row_span_ = 0, v_row_span_ = 0;  // first to last byte of a row (PrefetchSlot)
+  // The byte stride between consecutive (b, h) rows of a slot (row b * KH + h), where the
+  // B x KH rows lie at one stride; -1 where they do not (WriteStep then loops over b and h).
+  int64_t k_row_ = -1, v_row_ = -1;
   bool rows_contiguous_ = false;  // each buffer row contiguous (stride 1 along D, or D == 1)
 };
 

@@ -68,6 +68,45 @@ TEST_P(SlotBuffersTest, WriteStepEqualsCopyTokens) {
   }
 }
 
+// Step inputs whose rows do not lie at one stride (a (KH, B, 1, D) tensor transposed to
+// (B, KH, 1, D): batch stride D, head stride B * D), and whose size-1 dimensions have strides
+// that overflow when scaled to bytes (any stride is valid there): the same rows land.
+TEST_P(SlotBuffersTest, WriteStepTakesRowsAtTwoStridesAndHugeStridesOfSizeOneDimensions) {
+  const Case c = GetParam();
+  constexpr int64_t kSlots = 4;
+  constexpr int64_t kHuge = INT64_MAX / 4;
+  const Tensor heads_first = Counting(c.dtype, {c.heads, c.batch, 1, c.head_dim}, 21);
+  const int swap[] = {1, 0, 2, 3};
+  const Tensor k_two_strides = *Permute(heads_first, swap);
+  const Tensor v_two_strides = *Permute(Counting(c.dtype, {c.heads, c.batch, 1, c.head_dim}, 41),
+                                        swap);
+  const Tensor contiguous = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 61);
+  const Dims& s = contiguous.strides();
+  const Tensor huge_strides = *Tensor::View(
+      contiguous.storage(),
+      *Layout::Strided(contiguous.shape(),
+                       {c.batch == 1 ? kHuge : s[0], c.heads == 1 ? kHuge : s[1], kHuge, s[3]},
+                       0));
+  const Tensor inputs[][2] = {{k_two_strides, v_two_strides},
+                              {huge_strides, k_two_strides},
+                              {contiguous, huge_strides}};
+  for (int64_t slot = 0; slot < kSlots; ++slot) {
+    for (const auto& [k, v] : inputs) {
+      const Buffers ours =
+          MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+      const Buffers expected =
+          MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+      const SlotBuffers buffers(ours.k, ours.v);
+      ASSERT_TRUE(buffers.IsRowStep(k, v));
+      buffers.WriteStep(k, v, slot, slot + 1);
+      CopyTokens(k, 0, 1, expected.k, slot);
+      CopyTokens(v, 0, 1, expected.v, slot);
+      EXPECT_EQ(ours.k.ToFloats(), expected.k.ToFloats()) << "slot " << slot;
+      EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats()) << "slot " << slot;
+    }
+  }
+}
+
 TEST_P(SlotBuffersTest, WriteTakesStridedInputAndChunks) {
   const Case c = GetParam();
   constexpr int64_t kSlots = 9;
