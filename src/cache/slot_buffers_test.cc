@@ -48,23 +48,30 @@ struct Case {
 
 class SlotBuffersTest : public ::testing::TestWithParam<Case> {};
 
+// WriteStep of (k, v) into `slot` of fresh buffers of case `c` writes what CopyTokens writes
+// into another pair of them, and nothing else.
+void ExpectWriteStepEqualsCopyTokens(const Case& c, int64_t slots, const Tensor& k,
+                                     const Tensor& v, int64_t slot) {
+  const Buffers ours = MakeBuffers(c.dtype, c.batch, c.heads, slots, c.head_dim, c.interleaved);
+  const Buffers expected =
+      MakeBuffers(c.dtype, c.batch, c.heads, slots, c.head_dim, c.interleaved);
+  const SlotBuffers buffers(ours.k, ours.v);
+  ASSERT_EQ(buffers.slots(), slots);
+  ASSERT_TRUE(buffers.IsRowStep(k, v));
+  buffers.WriteStep(k, v, slot, slot + 1);
+  CopyTokens(k, 0, 1, expected.k, slot);
+  CopyTokens(v, 0, 1, expected.v, slot);
+  EXPECT_EQ(ours.k.ToFloats(), expected.k.ToFloats()) << "slot " << slot;
+  EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats()) << "slot " << slot;
+}
+
 TEST_P(SlotBuffersTest, WriteStepEqualsCopyTokens) {
   const Case c = GetParam();
   constexpr int64_t kSlots = 7;
+  const Tensor k = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 1);
+  const Tensor v = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 500);
   for (int64_t slot = 0; slot < kSlots; ++slot) {
-    const Buffers ours = MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
-    const Buffers expected =
-        MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
-    const Tensor k = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 1);
-    const Tensor v = Counting(c.dtype, {c.batch, c.heads, 1, c.head_dim}, 500);
-    const SlotBuffers buffers(ours.k, ours.v);
-    ASSERT_EQ(buffers.slots(), kSlots);
-    ASSERT_TRUE(buffers.IsRowStep(k, v));
-    buffers.WriteStep(k, v, slot, slot + 1);
-    CopyTokens(k, 0, 1, expected.k, slot);
-    CopyTokens(v, 0, 1, expected.v, slot);
-    EXPECT_EQ(ours.k.ToFloats(), expected.k.ToFloats()) << "slot " << slot;
-    EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats()) << "slot " << slot;
+    ExpectWriteStepEqualsCopyTokens(c, kSlots, k, v, slot);
   }
 }
 
@@ -74,7 +81,7 @@ TEST_P(SlotBuffersTest, WriteStepEqualsCopyTokens) {
 TEST_P(SlotBuffersTest, WriteStepTakesRowsAtTwoStridesAndHugeStridesOfSizeOneDimensions) {
   const Case c = GetParam();
   constexpr int64_t kSlots = 4;
-  constexpr int64_t kHuge = INT64_MAX / 4;
+  constexpr int64_t kHuge = INT64_MAX;  // times any element size: past int64_t
   const Tensor heads_first = Counting(c.dtype, {c.heads, c.batch, 1, c.head_dim}, 21);
   const int swap[] = {1, 0, 2, 3};
   const Tensor k_two_strides = *Permute(heads_first, swap);
@@ -91,19 +98,7 @@ TEST_P(SlotBuffersTest, WriteStepTakesRowsAtTwoStridesAndHugeStridesOfSizeOneDim
                               {huge_strides, k_two_strides},
                               {contiguous, huge_strides}};
   for (int64_t slot = 0; slot < kSlots; ++slot) {
-    for (const auto& [k, v] : inputs) {
-      const Buffers ours =
-          MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
-      const Buffers expected =
-          MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
-      const SlotBuffers buffers(ours.k, ours.v);
-      ASSERT_TRUE(buffers.IsRowStep(k, v));
-      buffers.WriteStep(k, v, slot, slot + 1);
-      CopyTokens(k, 0, 1, expected.k, slot);
-      CopyTokens(v, 0, 1, expected.v, slot);
-      EXPECT_EQ(ours.k.ToFloats(), expected.k.ToFloats()) << "slot " << slot;
-      EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats()) << "slot " << slot;
-    }
+    for (const auto& [k, v] : inputs) ExpectWriteStepEqualsCopyTokens(c, kSlots, k, v, slot);
   }
 }
 
