@@ -8,11 +8,17 @@
 // of weights on transparent huge pages as the decoder's are; reported as GB/s of weights and
 // as a share of ReadBandwidth(T) (bench/read_bandwidth.h), measured around the runs.
 // BM_OneGemv/rows/cols/threads: one product alone, repeated (the small ones stay in L2/L3).
+// BM_ShortChunkStep/path/m/threads: the same 73 products for a prefill chunk of m tokens,
+// side by side: path 0 GemvBatch (what model::Linear runs up to kGemvMaxBatch rows), path 1
+// OpenBLAS sgemm on as many threads. With sgemm, OpenBLAS's workers spin in sched_yield
+// after each call (0.1-0.2 s), which this loop of back-to-back calls does not show.
 //
 //   bazel run --config=opt //bench:gemv_benchmark
 #include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include <cblas.h>
 
 #include "benchmark/benchmark.h"
 #include "bench/machine_context.h"
@@ -77,6 +83,43 @@ BENCHMARK(BM_DecodeStepGemv)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);
+
+void BM_ShortChunkStep(benchmark::State& state) {
+  const bool blas = state.range(0) == 1;
+  const int64_t m = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  std::vector<Product>& step = DecodeStep();
+  std::vector<float> x(m * kHidden, 0.5f), y(m * kVocab);
+  int64_t bytes = 0;
+  for (const Product& p : step) bytes += p.rows * p.cols * 4;
+  openblas_set_num_threads(threads);
+  for (auto _ : state) {
+    for (const Product& p : step) {
+      if (blas) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m),
+                    static_cast<int>(p.rows), static_cast<int>(p.cols), 1.0f, x.data(),
+                    static_cast<int>(p.cols), p.w.data(), static_cast<int>(p.cols), 0.0f,
+                    y.data(), static_cast<int>(p.rows));
+      } else {
+        model::GemvBatch(p.w.data(), x.data(), m, p.rows, p.cols, y.data(), threads);
+      }
+      benchmark::DoNotOptimize(y.data());
+    }
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      static_cast<double>(bytes / 4 * 2 * m) * state.iterations(), benchmark::Counter::kIsRate,
+      benchmark::Counter::kIs1000);
+  state.SetLabel(blas ? "sgemm" : "GemvBatch");
+}
+BENCHMARK(BM_ShortChunkStep)
+    ->ArgsProduct({{0, 1}, {1, 4, 8, 32}, {1, 2}})
+    ->ArgNames({"path", "m", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
 
 void BM_OneGemv(benchmark::State& state) {
   const int64_t rows = state.range(0), cols = state.range(1);

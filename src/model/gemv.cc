@@ -83,6 +83,109 @@ void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, in
   for (int64_t r = begin + 6 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
+// The batch form (GemvBatch): m rows of x against the weights, which are read from memory
+// once for all of them. Six far-apart weight rows (as in GemvSixRows) meet a group of kGroup
+// x rows at a time, 6 x kGroup accumulators in registers: each weight vector loaded serves
+// the group's rows. More x rows than a group: each weight row's k range is taken in blocks of
+// kBatchBlock floats, and the block (six rows of it, 12 KB) is read from memory for the first
+// group and from the first-level cache for the others. Each (weight row, x row) pair keeps
+// one accumulator vector across blocks (in `acc`, reloaded per block), so that every pair's
+// lanes sum k in the order GemvSixRows and GemvOneRow use: a row's bits are Gemv's of that x
+// row.
+constexpr int64_t kBatchBlock = 512;
+// x rows per group: 6 x kGroup accumulators, kGroup x vectors and one weight vector within
+// the register file (16 vectors on AVX2 and SSE, 32 on AVX-512).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int kGroup = 4;
+#else
+constexpr int kGroup = 2;
+#endif
+
+// acc[j][i] (vectors, j < kRowsX, i < 6) += the lane-wise products of weight row i and x row
+// j over k in [k0, k1) (whole vectors).
+template <int kRowsX, class D>
+HWY_INLINE void SixRowsGroupBlock(D d, const float* const* rows, const float* x, int64_t cols,
+                                  int64_t k0, int64_t k1, float* acc) {
+  using V = hn::Vec<D>;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  V a[kRowsX][6];
+  HWY_UNROLL(4)
+  for (int j = 0; j < kRowsX; ++j) {
+    HWY_UNROLL(6)
+    for (int i = 0; i < 6; ++i) a[j][i] = hn::Load(d, acc + (j * 6 + i) * N);
+  }
+  for (int64_t k = k0; k < k1; k += N) {
+    V xv[kRowsX];
+    HWY_UNROLL(4)
+    for (int j = 0; j < kRowsX; ++j) xv[j] = hn::LoadU(d, x + j * cols + k);
+    HWY_UNROLL(6)
+    for (int i = 0; i < 6; ++i) {
+      const V wv = hn::LoadU(d, rows[i] + k);
+      HWY_UNROLL(4)
+      for (int j = 0; j < kRowsX; ++j) a[j][i] = hn::MulAdd(wv, xv[j], a[j][i]);
+    }
+  }
+  HWY_UNROLL(4)
+  for (int j = 0; j < kRowsX; ++j) {
+    HWY_UNROLL(6)
+    for (int i = 0; i < 6; ++i) hn::Store(a[j][i], d, acc + (j * 6 + i) * N);
+  }
+}
+
+// Rows first + i * stride, i = 0..5, against x rows [0, m): y[j * y_stride + row] for each.
+void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, int64_t stride,
+                      int64_t cols, int64_t y_stride, float* y) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const float* rows[6];
+  for (int i = 0; i < 6; ++i) rows[i] = w + (first + i * stride) * cols;
+  HWY_ALIGN float acc[kGemvMaxBatch * 6 * hn::MaxLanes(d)];
+  std::fill(acc, acc + m * 6 * N, 0.0f);
+  const int64_t k_end = cols / N * N;
+  for (int64_t block = 0; block < k_end; block += kBatchBlock) {
+    const int64_t block_end = std::min(k_end, block + kBatchBlock);
+    for (int64_t j = 0; j < m; j += kGroup) {
+      const float* xj = x + j * cols;
+      float* aj = acc + j * 6 * N;
+      switch (std::min<int64_t>(kGroup, m - j)) {
+        case 1:
+          SixRowsGroupBlock<1>(d, rows, xj, cols, block, block_end, aj);
+          break;
+        case 2:
+          SixRowsGroupBlock<2>(d, rows, xj, cols, block, block_end, aj);
+          break;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+        case 3:
+          SixRowsGroupBlock<3>(d, rows, xj, cols, block, block_end, aj);
+          break;
+        default:
+          SixRowsGroupBlock<4>(d, rows, xj, cols, block, block_end, aj);
+          break;
+#endif
+      }
+    }
+  }
+  for (int64_t j = 0; j < m; ++j) {
+    for (int i = 0; i < 6; ++i) {
+      const auto a = hn::Load(d, acc + (j * 6 + i) * N);
+      y[j * y_stride + first + i * stride] =
+          RowTimesX(rows[i], x + j * cols, k_end, cols, hn::GetLane(hn::SumOfLanes(d, a)));
+    }
+  }
+}
+
+// Rows [begin, end) against x rows [0, m), as GemvRowsImpl walks them.
+void GemvBatchRowsImpl(const float* w, const float* x, int64_t m, int64_t begin, int64_t end,
+                       int64_t cols, int64_t y_stride, float* y) {
+  const int64_t part = (end - begin) / 6;
+  for (int64_t i = 0; i < part; ++i) {
+    GemvSixRowsBatch(w, x, m, begin + i, part, cols, y_stride, y);
+  }
+  for (int64_t r = begin + 6 * part; r < end; ++r) {
+    for (int64_t j = 0; j < m; ++j) GemvOneRow(w, x + j * cols, r, cols, y + j * y_stride);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kvcheck::model
 HWY_AFTER_NAMESPACE();
@@ -91,25 +194,49 @@ HWY_AFTER_NAMESPACE();
 namespace kvcheck::model {
 
 HWY_EXPORT(GemvRowsImpl);
+HWY_EXPORT(GemvBatchRowsImpl);
 
-void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
+namespace {
+
+// Runs run_rows(begin, end) over [0, rows), on up to num_threads threads. Several threads
+// claim chunks of kChunkRows rows (each chunk six streams of 8 rows), not one static range
+// each: the threads' shares of the memory system differ from moment to moment, and with
+// static halves each of a decode step's 73 products ended when the slower thread did. The
+// step's products on the 2-core Intel Xeon (AVX-512) VM, two threads, alternating runs
+// (bench/gemv_benchmark): static halves 25.5-29.6 ms, chunks of 48 rows 17.6-21.0 ms (12
+// rows: 20.0-22.7, 24: 18.6-22.3, 72: 19.6-23.9); one thread is the same either way
+// (31.9-33.6 ms), so it keeps the whole range.
+template <typename RunRows>
+void SplitRows(int64_t rows, int num_threads, const RunRows& run_rows) {
   const int64_t parts = std::min<int64_t>(num_threads, std::max<int64_t>(1, rows / 64));
   if (parts <= 1) {
-    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y);
+    run_rows(0, rows);
     return;
   }
-  // Several threads claim chunks of kChunkRows rows (each chunk six streams of 8 rows), not
-  // one static range each: the threads' shares of the memory system differ from moment to
-  // moment, and with static halves each of a decode step's 73 products ended when the slower
-  // thread did. The step's products on the 2-core Intel Xeon (AVX-512) VM, two threads,
-  // alternating runs (bench/gemv_benchmark): static halves 25.5-29.6 ms, chunks of 48 rows
-  // 17.6-21.0 ms (12 rows: 20.0-22.7, 24: 18.6-22.3, 72: 19.6-23.9); one thread is the same
-  // either way (31.9-33.6 ms), so it keeps the whole range.
   constexpr int64_t kChunkRows = 48;
   const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
   SharedThreadPool(static_cast<int>(parts)).ParallelFor(chunks, [&](int64_t chunk) {
     const int64_t begin = chunk * kChunkRows;
-    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, std::min(rows, begin + kChunkRows), cols, y);
+    run_rows(begin, std::min(rows, begin + kChunkRows));
+  });
+}
+
+}  // namespace
+
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
+  SplitRows(rows, num_threads, [&](int64_t begin, int64_t end) {
+    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y);
+  });
+}
+
+void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
+               int num_threads) {
+  if (m == 1) {
+    Gemv(w, x, rows, cols, y, num_threads);
+    return;
+  }
+  SplitRows(rows, num_threads, [&](int64_t begin, int64_t end) {
+    HWY_DYNAMIC_DISPATCH(GemvBatchRowsImpl)(w, x, m, begin, end, cols, rows, y);
   });
 }
 

@@ -19,6 +19,15 @@ namespace kvcheck::model {
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
 void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y);
 
+// The product for m rows of x at once (x row-major [m, cols], y row-major [m, rows]), for
+// short prefill chunks: the weights are read from memory once for all m rows, on this
+// module's threads, and row j of y is bitwise Gemv's of row j of x. Up to kGemvMaxBatch rows
+// it beats OpenBLAS sgemm on the 124M model's products (model::Linear, layer_ops.cc).
+// REQUIRES: 1 <= m <= kGemvMaxBatch, 1 <= num_threads <= 256.
+inline constexpr int64_t kGemvMaxBatch = 32;
+void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
+               int num_threads);
+
 // Asks Linux to back the 2 MiB-aligned interior of [data, data + count) with transparent huge
 // pages now (madvise MADV_HUGEPAGE, then MADV_COLLAPSE, Linux 6.1+), for matrices that Gemv
 // streams every decode step: with 4 KiB pages the six streams cross a page, and miss the TLB,

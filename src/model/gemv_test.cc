@@ -1,7 +1,8 @@
 // Gemv (Highway) and GemvScalar against a double-precision dot product, within the standard
 // dot-product bound |computed - exact| <= gamma_(n+1) * sum_k |w_k x_k| (u = 2^-24; any
 // summation order), on shapes around vector widths and the six row streams, with
-// 1..3 threads; and the same bits for a row whatever the thread count.
+// 1..3 threads; the same bits for a row whatever the thread count; and GemvBatch's rows the
+// same bits as Gemv's.
 #include "src/model/gemv.h"
 
 #include <cmath>
@@ -60,6 +61,53 @@ void CheckGemvWithinTheBound(const char* target) {
           EXPECT_LE(std::fabs(y[r] - exact), gamma * magnitude)
               << rows << "x" << cols << " threads " << threads << " row " << r;
           EXPECT_LE(std::fabs(y_scalar[r] - exact), gamma * magnitude);
+        }
+      }
+    }
+  }
+}
+
+// GemvBatch: row j of y is, bit for bit, Gemv's of row j of x, for every batch size, on every
+// SIMD target, whatever the thread count (a short prefill chunk then computes each token's
+// projections as a decode step of that token would).
+void CheckBatchEqualsGemvPerRow(const char* target);
+
+TEST(GemvTest, BatchEqualsGemvOfEachRowBitForBitOnEverySimdTarget) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    CheckBatchEqualsGemvPerRow(hwy::TargetName(target));
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+void CheckBatchEqualsGemvPerRow(const char* target) {
+  SCOPED_TRACE(target);
+  uint64_t state = 777;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
+  };
+  // cols: around the vector widths and around the kernel's 512-float k blocks.
+  for (int64_t rows : {1, 5, 6, 7, 13, 64, 130, 289}) {
+    for (int64_t cols : {1, 7, 16, 17, 511, 512, 513, 1040}) {
+      // m: around the register groups of x rows (2 or 4 by target) and the largest batch.
+      for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7},
+                        int64_t{8}, int64_t{9}, kGemvMaxBatch - 1, kGemvMaxBatch}) {
+        std::vector<float> w(rows * cols), x(m * cols);
+        for (float& v : w) v = next();
+        for (float& v : x) v = next();
+        std::vector<float> expected(m * rows, NAN);
+        for (int64_t j = 0; j < m; ++j) {
+          Gemv(w.data(), x.data() + j * cols, rows, cols, expected.data() + j * rows, 1);
+        }
+        for (int threads : {1, 2, 3}) {
+          std::vector<float> y(m * rows, NAN);
+          GemvBatch(w.data(), x.data(), m, rows, cols, y.data(), threads);
+          for (int64_t i = 0; i < m * rows; ++i) {
+            ASSERT_EQ(y[i], expected[i]) << rows << "x" << cols << " m " << m << " threads "
+                                         << threads << " x row " << i / rows << " row "
+                                         << i % rows;
+          }
         }
       }
     }

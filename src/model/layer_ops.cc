@@ -82,9 +82,15 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
     return;
   }
   const int M = static_cast<int>(rows), N = static_cast<int>(out), K = static_cast<int>(in);
-  if (rows == 1) {
-    // Decode: a matrix-vector product streams the weights once (memory bound).
-    Gemv(w, x, out, in, y, num_threads);
+  if (rows <= kGemvMaxBatch) {
+    // Decode steps and short prefill chunks: our GEMV streams the weights once for all rows.
+    // Debian's OpenBLAS 0.3.21 sgemm is slower at these shapes (bench/gemv_benchmark
+    // BM_ShortChunkStep, the 124M model's 73 products, one thread, Zen 4 VM: 4 rows 28.5
+    // against 82.3 ms, 8 rows 41.5 against 89.4, 32 rows 120 against 149; even at 64 rows,
+    // 220 against 225; 128 rows 426 against 373), and after a threaded sgemm its worker
+    // threads spin in sched_yield for 2^28 TSC ticks (0.1-0.2 s here), taking a core from the
+    // decode steps that follow.
+    GemvBatch(w, x, rows, out, in, y, num_threads);
   } else {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
   }

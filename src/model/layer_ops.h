@@ -16,7 +16,8 @@ enum class MatmulPath {
 };
 
 // y[r, n] = sum_k x[r, k] w[n, k] (+ bias[n]) for r < rows, n < out: w is [out, in].
-// bias may be null. num_threads: threads of the GEMV (sgemm uses SetBlasThreads).
+// bias may be null. Up to kGemvMaxBatch rows (decode steps, short prefill chunks) run on our
+// GEMV with num_threads threads; more on OpenBLAS sgemm, whose threads SetBlasThreads sets.
 void Linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
             int64_t out, float* y, MatmulPath path, int num_threads = 1);
 

@@ -1,0 +1,83 @@
+// Linear's optimized path (our GEMV up to kGemvMaxBatch rows, OpenBLAS sgemm beyond) against
+// a double-precision product, within the dot-product bound |computed - exact| <= gamma_(n+1)
+// * sum_k |w_k x_k| plus the bias's rounding, on row counts around the switch between the
+// two; and, up to kGemvMaxBatch rows, each row the same bits as a one-row call (a short
+// prefill chunk projects each token as a decode step of that token would).
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "src/model/gemv.h"
+#include "src/model/layer_ops.h"
+
+namespace kvcheck::model {
+namespace {
+
+std::vector<float> Values(int64_t count, uint64_t seed) {
+  std::vector<float> out(count);
+  uint64_t state = seed;
+  for (float& v : out) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
+  }
+  return out;
+}
+
+TEST(LinearTest, MatchesExactProductsWithinTheBoundAroundTheGemvSgemmSwitch) {
+  const int64_t in = 200, out = 70;
+  const std::vector<float> w = Values(out * in, 1), bias = Values(out, 2);
+  for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{7}, kGemvMaxBatch, kGemvMaxBatch + 1,
+                       int64_t{50}}) {
+    const std::vector<float> x = Values(rows * in, 3 + rows);
+    for (bool with_bias : {false, true}) {
+      for (int threads : {1, 2}) {
+        std::vector<float> y(rows * out, NAN);
+        Linear(x.data(), rows, in, w.data(), with_bias ? bias.data() : nullptr, out, y.data(),
+               MatmulPath::kOptimized, threads);
+        const double u = std::ldexp(1.0, -24);
+        const double gamma = (in + 1) * u / (1 - (in + 1) * u);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t n = 0; n < out; ++n) {
+            double exact = 0, magnitude = 0;
+            for (int64_t k = 0; k < in; ++k) {
+              exact += double{x[r * in + k]} * w[n * in + k];
+              magnitude += std::fabs(double{x[r * in + k]} * w[n * in + k]);
+            }
+            // The bias is added to the rounded product: one more rounding of the sum.
+            const double b = with_bias ? double{bias[n]} : 0.0;
+            const double bound = gamma * magnitude + u * (std::fabs(exact + b) + gamma * magnitude);
+            EXPECT_LE(std::fabs(y[r * out + n] - (exact + b)), bound)
+                << rows << " rows, threads " << threads << ", bias " << with_bias << ", row "
+                << r << ", output " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LinearTest, ShortChunksProjectEachRowAsAOneRowCallBitForBit) {
+  const int64_t in = 96, out = 150;
+  const std::vector<float> w = Values(out * in, 11), bias = Values(out, 12);
+  for (int64_t rows : {int64_t{2}, int64_t{3}, int64_t{5}, kGemvMaxBatch}) {
+    const std::vector<float> x = Values(rows * in, 13 + rows);
+    for (int threads : {1, 2}) {
+      std::vector<float> y(rows * out, NAN);
+      Linear(x.data(), rows, in, w.data(), bias.data(), out, y.data(), MatmulPath::kOptimized,
+             threads);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<float> one(out, NAN);
+        Linear(x.data() + r * in, 1, in, w.data(), bias.data(), out, one.data(),
+               MatmulPath::kOptimized, 1);
+        for (int64_t n = 0; n < out; ++n) {
+          ASSERT_EQ(y[r * out + n], one[n])
+              << rows << " rows, threads " << threads << ", row " << r << ", output " << n;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvcheck::model
