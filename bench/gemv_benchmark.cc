@@ -8,10 +8,11 @@
 // of weights on transparent huge pages as the decoder's are; reported as GB/s of weights and
 // as a share of ReadBandwidth(T) (bench/read_bandwidth.h), measured around the runs.
 // BM_OneGemv/rows/cols/threads: one product alone, repeated (the small ones stay in L2/L3).
-// BM_ShortChunkStep/path/m/threads: the same 73 products for a prefill chunk of m tokens,
-// side by side: path 0 GemvBatch (what model::Linear runs up to kGemvMaxBatch rows), path 1
-// OpenBLAS sgemm on as many threads. With sgemm, OpenBLAS's workers spin in sched_yield
-// after each call (0.1-0.2 s), which this loop of back-to-back calls does not show.
+// BM_ChunkStep/path/m/threads: the same 73 products for a prefill chunk of m tokens, side by
+// side: path 0 model::Linear as the decoder runs it (GemvBatch up to kGemvMaxBatch rows;
+// beyond, single-threaded OpenBLAS sgemm on slices of the outputs, one per thread), path 1
+// OpenBLAS sgemm on OpenBLAS's own threads. After a threaded sgemm OpenBLAS's workers spin in
+// sched_yield for 0.1-0.2 s, which this loop of back-to-back calls does not show.
 //
 //   bazel run --config=opt //bench:gemv_benchmark
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "bench/machine_context.h"
 #include "bench/read_bandwidth.h"
 #include "src/model/gemv.h"
+#include "src/model/layer_ops.h"
 
 namespace kvcheck {
 namespace {
@@ -84,7 +86,7 @@ BENCHMARK(BM_DecodeStepGemv)
     ->UseRealTime()
     ->MinTime(2.0);
 
-void BM_ShortChunkStep(benchmark::State& state) {
+void BM_ChunkStep(benchmark::State& state) {
   const bool blas = state.range(0) == 1;
   const int64_t m = state.range(1);
   const int threads = static_cast<int>(state.range(2));
@@ -101,7 +103,8 @@ void BM_ShortChunkStep(benchmark::State& state) {
                     static_cast<int>(p.cols), p.w.data(), static_cast<int>(p.cols), 0.0f,
                     y.data(), static_cast<int>(p.rows));
       } else {
-        model::GemvBatch(p.w.data(), x.data(), m, p.rows, p.cols, y.data(), threads);
+        model::Linear(x.data(), m, p.cols, p.w.data(), nullptr, p.rows, y.data(),
+                      model::MatmulPath::kOptimized, threads);
       }
       benchmark::DoNotOptimize(y.data());
     }
@@ -112,10 +115,10 @@ void BM_ShortChunkStep(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(
       static_cast<double>(bytes / 4 * 2 * m) * state.iterations(), benchmark::Counter::kIsRate,
       benchmark::Counter::kIs1000);
-  state.SetLabel(blas ? "sgemm" : "GemvBatch");
+  state.SetLabel(blas ? "sgemm, OpenBLAS threads" : "Linear");
 }
-BENCHMARK(BM_ShortChunkStep)
-    ->ArgsProduct({{0, 1}, {1, 4, 8, 32}, {1, 2}})
+BENCHMARK(BM_ChunkStep)
+    ->ArgsProduct({{0, 1}, {1, 4, 8, 32, 33, 128}, {1, 2}})
     ->ArgNames({"path", "m", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()

@@ -2,8 +2,10 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "src/base/thread_pool.h"
 #include "src/model/gemv.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -85,14 +87,31 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
   if (rows <= kGemvMaxBatch) {
     // Decode steps and short prefill chunks: our GEMV streams the weights once for all rows.
     // Debian's OpenBLAS 0.3.21 sgemm is slower at these shapes (bench/gemv_benchmark
-    // BM_ShortChunkStep, the 124M model's 73 products, one thread, Zen 4 VM: 4 rows 28.5
+    // BM_ChunkStep, the 124M model's 73 products, one thread, Zen 4 VM: 4 rows 28.5
     // against 82.3 ms, 8 rows 41.5 against 89.4, 32 rows 120 against 149; even at 64 rows,
     // 220 against 225; 128 rows 426 against 373), and after a threaded sgemm its worker
     // threads spin in sched_yield for 2^28 TSC ticks (0.1-0.2 s here), taking a core from the
     // decode steps that follow.
     GemvBatch(w, x, rows, out, in, y, num_threads);
   } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+    // Longer chunks: OpenBLAS sgemm, single-threaded, on slices of the output features that
+    // our threads run. With OpenBLAS's own threads, its second thread spun in sched_yield for
+    // 0.1-0.2 s after each call, as above (perf, a 48-token prompt then 24 tokens on two
+    // threads: 130 000 sched_yield calls during the generation before, none now). The chunk's
+    // products alone (BM_ChunkStep, two threads, medians of 6): 128 rows 208 ms against 213
+    // on OpenBLAS's threads, 33 rows 95.7 against 85.2.
+    const int64_t parts = std::min<int64_t>(num_threads, std::max<int64_t>(1, out / 64));
+    const int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    SharedThreadPool(static_cast<int>(parts)).ParallelFor(parts, [&](int64_t part) {
+      // Slice ends on multiples of 16 outputs (whole vectors of OpenBLAS's kernels).
+      const int64_t begin = out * part / parts / 16 * 16;
+      const int64_t end = part + 1 == parts ? out : out * (part + 1) / parts / 16 * 16;
+      if (end <= begin) return;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(end - begin), K,
+                  1.0f, x, K, w + begin * in, K, 0.0f, y + begin, N);
+    });
+    openblas_set_num_threads(blas_threads);
   }
   if (bias != nullptr) {
     for (int64_t r = 0; r < rows; ++r) {

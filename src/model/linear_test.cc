@@ -1,8 +1,9 @@
 // Linear's optimized path (our GEMV up to kGemvMaxBatch rows, OpenBLAS sgemm beyond) against
 // a double-precision product, within the dot-product bound |computed - exact| <= gamma_(n+1)
 // * sum_k |w_k x_k| plus the bias's rounding, on row counts around the switch between the
-// two; and, up to kGemvMaxBatch rows, each row the same bits as a one-row call (a short
-// prefill chunk projects each token as a decode step of that token would).
+// two; up to kGemvMaxBatch rows, each row the same bits as a one-row call (a short prefill
+// chunk projects each token as a decode step of that token would); and the same bits on one,
+// two and three threads.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -25,13 +26,14 @@ std::vector<float> Values(int64_t count, uint64_t seed) {
 }
 
 TEST(LinearTest, MatchesExactProductsWithinTheBoundAroundTheGemvSgemmSwitch) {
-  const int64_t in = 200, out = 70;
+  // out: 200 outputs make 1, 2 and 3 slices of the sgemm path (multiples of 16 and a rest).
+  const int64_t in = 200, out = 200;
   const std::vector<float> w = Values(out * in, 1), bias = Values(out, 2);
   for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{7}, kGemvMaxBatch, kGemvMaxBatch + 1,
                        int64_t{50}}) {
     const std::vector<float> x = Values(rows * in, 3 + rows);
     for (bool with_bias : {false, true}) {
-      for (int threads : {1, 2}) {
+      for (int threads : {1, 2, 3}) {
         std::vector<float> y(rows * out, NAN);
         Linear(x.data(), rows, in, w.data(), with_bias ? bias.data() : nullptr, out, y.data(),
                MatmulPath::kOptimized, threads);
@@ -74,6 +76,26 @@ TEST(LinearTest, ShortChunksProjectEachRowAsAOneRowCallBitForBit) {
           ASSERT_EQ(y[r * out + n], one[n])
               << rows << " rows, threads " << threads << ", row " << r << ", output " << n;
         }
+      }
+    }
+  }
+}
+
+TEST(LinearTest, SameBitsOnOneTwoAndThreeThreads) {
+  const int64_t in = 300, out = 230;
+  const std::vector<float> w = Values(out * in, 21), bias = Values(out, 22);
+  for (int64_t rows : {int64_t{1}, int64_t{9}, kGemvMaxBatch + 1, int64_t{77}}) {
+    const std::vector<float> x = Values(rows * in, 23 + rows);
+    std::vector<float> one_thread(rows * out, NAN);
+    Linear(x.data(), rows, in, w.data(), bias.data(), out, one_thread.data(),
+           MatmulPath::kOptimized, 1);
+    for (int threads : {2, 3}) {
+      std::vector<float> y(rows * out, NAN);
+      Linear(x.data(), rows, in, w.data(), bias.data(), out, y.data(), MatmulPath::kOptimized,
+             threads);
+      for (int64_t i = 0; i < rows * out; ++i) {
+        ASSERT_EQ(y[i], one_thread[i]) << rows << " rows, threads " << threads << ", row "
+                                       << i / out << ", output " << i % out;
       }
     }
   }
