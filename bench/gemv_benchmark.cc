@@ -9,7 +9,7 @@
 // as a share of ReadBandwidth(T) (bench/read_bandwidth.h), measured around the runs.
 // BM_OneGemv/rows/cols/threads: one product alone, repeated (the small ones stay in L2/L3).
 // BM_ChunkStep/path/m/threads: the same 73 products for a prefill chunk of m tokens, side by
-// side: path 0 model::Linear as the decoder runs it (GemvBatch up to kGemvMaxBatch rows;
+// side: path 0 model::Linear as the decoder runs it (GemvBatch up to GemvBatchLimit() rows;
 // beyond, single-threaded OpenBLAS sgemm on slices of the outputs, one per thread), path 1
 // OpenBLAS sgemm on OpenBLAS's own threads. After a threaded sgemm OpenBLAS's workers spin in
 // sched_yield for 0.1-0.2 s, which this loop of back-to-back calls does not show.

@@ -174,6 +174,18 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
   }
 }
 
+// The batch size up to which GemvBatch beats OpenBLAS sgemm on this target (GemvBatchLimit).
+// The 124M model's 73 products, one thread, Zen 4 VM, against OpenBLAS's AVX-512 kernels
+// (bench/gemv_benchmark BM_ChunkStep): on AVX-512, 32 rows 120 against 149 ms (64: 220
+// against 225); on the AVX2 target, 16 rows 92.1 against 104, 24 rows 139 against 120.
+int64_t BatchLimitImpl() {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  return kGemvMaxBatch;
+#else
+  return 16;
+#endif
+}
+
 // Rows [begin, end) against x rows [0, m), as GemvRowsImpl walks them.
 void GemvBatchRowsImpl(const float* w, const float* x, int64_t m, int64_t begin, int64_t end,
                        int64_t cols, int64_t y_stride, float* y) {
@@ -195,6 +207,7 @@ namespace kvcheck::model {
 
 HWY_EXPORT(GemvRowsImpl);
 HWY_EXPORT(GemvBatchRowsImpl);
+HWY_EXPORT(BatchLimitImpl);
 
 namespace {
 
@@ -228,6 +241,8 @@ void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, 
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y);
   });
 }
+
+int64_t GemvBatchLimit() { return HWY_DYNAMIC_DISPATCH(BatchLimitImpl)(); }
 
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
                int num_threads) {

@@ -21,12 +21,14 @@ void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, floa
 
 // The product for m rows of x at once (x row-major [m, cols], y row-major [m, rows]), for
 // short prefill chunks: the weights are read from memory once for all m rows, on this
-// module's threads, and row j of y is bitwise Gemv's of row j of x. Up to kGemvMaxBatch rows
-// it beats OpenBLAS sgemm on the 124M model's products (model::Linear, layer_ops.cc).
+// module's threads, and row j of y is bitwise Gemv's of row j of x.
 // REQUIRES: 1 <= m <= kGemvMaxBatch, 1 <= num_threads <= 256.
 inline constexpr int64_t kGemvMaxBatch = 32;
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
                int num_threads);
+// The batch size up to which GemvBatch beats OpenBLAS sgemm on the SIMD target Highway picked
+// (model::Linear switches there): kGemvMaxBatch with AVX-512's 32 registers, 16 otherwise.
+int64_t GemvBatchLimit();
 
 // Asks Linux to back the 2 MiB-aligned interior of [data, data + count) with transparent huge
 // pages now (madvise MADV_HUGEPAGE, then MADV_COLLAPSE, Linux 6.1+), for matrices that Gemv

@@ -1,7 +1,7 @@
-// Linear's optimized path (our GEMV up to kGemvMaxBatch rows, OpenBLAS sgemm beyond) against
+// Linear's optimized path (our GEMV up to GemvBatchLimit() rows, sgemm beyond) against
 // a double-precision product, within the dot-product bound |computed - exact| <= gamma_(n+1)
 // * sum_k |w_k x_k| plus the bias's rounding, on row counts around the switch between the
-// two; up to kGemvMaxBatch rows, each row the same bits as a one-row call (a short prefill
+// two; up to GemvBatchLimit() rows, each row the same bits as a one-row call (a short prefill
 // chunk projects each token as a decode step of that token would); and the same bits on one,
 // two and three threads.
 #include <cmath>
@@ -9,11 +9,25 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "hwy/targets.h"
 #include "src/model/gemv.h"
 #include "src/model/layer_ops.h"
 
 namespace kvcheck::model {
 namespace {
+
+// Runs check() under every SIMD target this build has and this CPU runs: the GEMV dispatches
+// to the best one by default, and the batch limit where Linear switches to sgemm differs
+// between targets.
+template <typename Check>
+void OnEverySimdTarget(const Check& check) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    check();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
 
 std::vector<float> Values(int64_t count, uint64_t seed) {
   std::vector<float> out(count);
@@ -26,79 +40,86 @@ std::vector<float> Values(int64_t count, uint64_t seed) {
 }
 
 TEST(LinearTest, MatchesExactProductsWithinTheBoundAroundTheGemvSgemmSwitch) {
-  // out: 200 outputs make 1, 2 and 3 slices of the sgemm path (multiples of 16 and a rest).
-  const int64_t in = 200, out = 200;
-  const std::vector<float> w = Values(out * in, 1), bias = Values(out, 2);
-  for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{7}, kGemvMaxBatch, kGemvMaxBatch + 1,
-                       int64_t{50}}) {
-    const std::vector<float> x = Values(rows * in, 3 + rows);
-    for (bool with_bias : {false, true}) {
-      for (int threads : {1, 2, 3}) {
-        std::vector<float> y(rows * out, NAN);
-        Linear(x.data(), rows, in, w.data(), with_bias ? bias.data() : nullptr, out, y.data(),
-               MatmulPath::kOptimized, threads);
-        const double u = std::ldexp(1.0, -24);
-        const double gamma = (in + 1) * u / (1 - (in + 1) * u);
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t n = 0; n < out; ++n) {
-            double exact = 0, magnitude = 0;
-            for (int64_t k = 0; k < in; ++k) {
-              exact += double{x[r * in + k]} * w[n * in + k];
-              magnitude += std::fabs(double{x[r * in + k]} * w[n * in + k]);
+  OnEverySimdTarget([] {
+    // out: three of the sgemm path's slices of 128 outputs, the last partial.
+    const int64_t in = 200, out = 300;
+    const std::vector<float> w = Values(out * in, 1), bias = Values(out, 2);
+    for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{7}, GemvBatchLimit(), GemvBatchLimit() + 1,
+                         int64_t{50}}) {
+      const std::vector<float> x = Values(rows * in, 3 + rows);
+      for (bool with_bias : {false, true}) {
+        for (int threads : {1, 2, 3}) {
+          std::vector<float> y(rows * out, NAN);
+          Linear(x.data(), rows, in, w.data(), with_bias ? bias.data() : nullptr, out, y.data(),
+                 MatmulPath::kOptimized, threads);
+          const double u = std::ldexp(1.0, -24);
+          const double gamma = (in + 1) * u / (1 - (in + 1) * u);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t n = 0; n < out; ++n) {
+              double exact = 0, magnitude = 0;
+              for (int64_t k = 0; k < in; ++k) {
+                exact += double{x[r * in + k]} * w[n * in + k];
+                magnitude += std::fabs(double{x[r * in + k]} * w[n * in + k]);
+              }
+              // The bias is added to the rounded product: one more rounding of the sum.
+              const double b = with_bias ? double{bias[n]} : 0.0;
+              const double bound =
+                  gamma * magnitude + u * (std::fabs(exact + b) + gamma * magnitude);
+              EXPECT_LE(std::fabs(y[r * out + n] - (exact + b)), bound)
+                  << rows << " rows, threads " << threads << ", bias " << with_bias << ", row " << r
+                  << ", output " << n;
             }
-            // The bias is added to the rounded product: one more rounding of the sum.
-            const double b = with_bias ? double{bias[n]} : 0.0;
-            const double bound = gamma * magnitude + u * (std::fabs(exact + b) + gamma * magnitude);
-            EXPECT_LE(std::fabs(y[r * out + n] - (exact + b)), bound)
-                << rows << " rows, threads " << threads << ", bias " << with_bias << ", row "
-                << r << ", output " << n;
           }
         }
       }
     }
-  }
+  });
 }
 
 TEST(LinearTest, ShortChunksProjectEachRowAsAOneRowCallBitForBit) {
-  const int64_t in = 96, out = 150;
-  const std::vector<float> w = Values(out * in, 11), bias = Values(out, 12);
-  for (int64_t rows : {int64_t{2}, int64_t{3}, int64_t{5}, kGemvMaxBatch}) {
-    const std::vector<float> x = Values(rows * in, 13 + rows);
-    for (int threads : {1, 2}) {
-      std::vector<float> y(rows * out, NAN);
-      Linear(x.data(), rows, in, w.data(), bias.data(), out, y.data(), MatmulPath::kOptimized,
-             threads);
-      for (int64_t r = 0; r < rows; ++r) {
-        std::vector<float> one(out, NAN);
-        Linear(x.data() + r * in, 1, in, w.data(), bias.data(), out, one.data(),
-               MatmulPath::kOptimized, 1);
-        for (int64_t n = 0; n < out; ++n) {
-          ASSERT_EQ(y[r * out + n], one[n])
-              << rows << " rows, threads " << threads << ", row " << r << ", output " << n;
+  OnEverySimdTarget([] {
+    const int64_t in = 96, out = 150;
+    const std::vector<float> w = Values(out * in, 11), bias = Values(out, 12);
+    for (int64_t rows : {int64_t{2}, int64_t{3}, int64_t{5}, GemvBatchLimit()}) {
+      const std::vector<float> x = Values(rows * in, 13 + rows);
+      for (int threads : {1, 2}) {
+        std::vector<float> y(rows * out, NAN);
+        Linear(x.data(), rows, in, w.data(), bias.data(), out, y.data(), MatmulPath::kOptimized,
+               threads);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<float> one(out, NAN);
+          Linear(x.data() + r * in, 1, in, w.data(), bias.data(), out, one.data(),
+                 MatmulPath::kOptimized, 1);
+          for (int64_t n = 0; n < out; ++n) {
+            ASSERT_EQ(y[r * out + n], one[n])
+                << rows << " rows, threads " << threads << ", row " << r << ", output " << n;
+          }
         }
       }
     }
-  }
+  });
 }
 
 TEST(LinearTest, SameBitsOnOneTwoAndThreeThreads) {
-  const int64_t in = 300, out = 230;
-  const std::vector<float> w = Values(out * in, 21), bias = Values(out, 22);
-  for (int64_t rows : {int64_t{1}, int64_t{9}, kGemvMaxBatch + 1, int64_t{77}}) {
-    const std::vector<float> x = Values(rows * in, 23 + rows);
-    std::vector<float> one_thread(rows * out, NAN);
-    Linear(x.data(), rows, in, w.data(), bias.data(), out, one_thread.data(),
-           MatmulPath::kOptimized, 1);
-    for (int threads : {2, 3}) {
-      std::vector<float> y(rows * out, NAN);
-      Linear(x.data(), rows, in, w.data(), bias.data(), out, y.data(), MatmulPath::kOptimized,
-             threads);
-      for (int64_t i = 0; i < rows * out; ++i) {
-        ASSERT_EQ(y[i], one_thread[i]) << rows << " rows, threads " << threads << ", row "
-                                       << i / out << ", output " << i % out;
+  OnEverySimdTarget([] {
+    const int64_t in = 300, out = 600;  // the sgemm path: 5 slices of 128 outputs, one partial
+    const std::vector<float> w = Values(out * in, 21), bias = Values(out, 22);
+    for (int64_t rows : {int64_t{1}, int64_t{9}, GemvBatchLimit() + 1, int64_t{77}}) {
+      const std::vector<float> x = Values(rows * in, 23 + rows);
+      std::vector<float> one_thread(rows * out, NAN);
+      Linear(x.data(), rows, in, w.data(), bias.data(), out, one_thread.data(),
+             MatmulPath::kOptimized, 1);
+      for (int threads : {2, 3}) {
+        std::vector<float> y(rows * out, NAN);
+        Linear(x.data(), rows, in, w.data(), bias.data(), out, y.data(), MatmulPath::kOptimized,
+               threads);
+        for (int64_t i = 0; i < rows * out; ++i) {
+          ASSERT_EQ(y[i], one_thread[i]) << rows << " rows, threads " << threads << ", row "
+                                         << i / out << ", output " << i % out;
+        }
       }
     }
-  }
+  });
 }
 
 }  // namespace
