@@ -113,8 +113,8 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
       const int64_t begin = slice * kSliceOutputs;
       const int64_t count = std::min(kSliceOutputs, out - begin);
       const int n = static_cast<int>(count);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x, K, w + begin * in,
-                  K, 0.0f, y + begin, N);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x, K, w + begin * in, K,
+                  0.0f, y + begin, N);
     });
     openblas_set_num_threads(blas_threads);
   }
