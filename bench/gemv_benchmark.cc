@@ -10,9 +10,9 @@
 // BM_OneGemv/rows/cols/threads: one product alone, repeated (the small ones stay in L2/L3).
 // BM_ChunkStep/path/m/threads: the same 73 products for a prefill chunk of m tokens, side by
 // side: path 0 model::Linear as the decoder runs it (GemvBatch up to GemvBatchLimit() rows;
-// beyond, single-threaded OpenBLAS sgemm on slices of the outputs, one per thread), path 1
-// OpenBLAS sgemm on OpenBLAS's own threads. After a threaded sgemm OpenBLAS's workers spin in
-// sched_yield for 0.1-0.2 s, which this loop of back-to-back calls does not show.
+// beyond, single-threaded OpenBLAS sgemm on slices of 128 outputs that the threads claim),
+// path 1 OpenBLAS sgemm on OpenBLAS's own threads. After a threaded sgemm OpenBLAS's workers
+// spin in sched_yield for 0.1-0.2 s, which this loop of back-to-back calls does not show.
 //
 //   bazel run --config=opt //bench:gemv_benchmark
 #include <algorithm>
@@ -118,7 +118,7 @@ void BM_ChunkStep(benchmark::State& state) {
   state.SetLabel(blas ? "sgemm, OpenBLAS threads" : "Linear");
 }
 BENCHMARK(BM_ChunkStep)
-    ->ArgsProduct({{0, 1}, {1, 4, 8, 32, 33, 128}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {1, 4, 8, 16, 24, 32, 33, 128}, {1, 2}})
     ->ArgNames({"path", "m", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()

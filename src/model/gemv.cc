@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
+#include "src/base/check.h"
 #include "src/base/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -94,18 +96,25 @@ void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, in
 // row.
 constexpr int64_t kBatchBlock = 512;
 // x rows per group: 6 x kGroup accumulators, kGroup x vectors and one weight vector within
-// the register file (16 vectors on AVX2 and SSE, 32 on AVX-512).
+// the register file (32 vectors on AVX-512, 16 on AVX2 and SSE).
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr int kGroup = 4;
 #else
 constexpr int kGroup = 2;
 #endif
+static_assert(kGroup == 2 || kGroup == 4, "GroupBlock's dispatch covers groups of 1 to 4");
+// `acc` holds kGemvMaxBatch x 6 vectors on the stack (12 KB with 16 lanes), and a block must
+// be whole vectors: true of the x86 targets this project builds (at most 16 lanes); a wider
+// target would need a heap buffer and blocks rounded to its vectors.
+static_assert(hn::MaxLanes(hn::ScalableTag<float>()) <= 16 &&
+                  kBatchBlock % hn::MaxLanes(hn::ScalableTag<float>()) == 0,
+              "GemvBatch's stack accumulators and blocks assume at most 16 lanes");
 
 // acc[j][i] (vectors, j < kRowsX, i < 6) += the lane-wise products of weight row i and x row
 // j over k in [k0, k1) (whole vectors).
 template <int kRowsX, class D>
-HWY_INLINE void SixRowsGroupBlock(D d, const float* const* rows, const float* x, int64_t cols,
-                                  int64_t k0, int64_t k1, float* acc) {
+HWY_INLINE void SixRowsGroupBlock(D d, const float* const* weight_rows, const float* x,
+                                  int64_t cols, int64_t k0, int64_t k1, float* acc) {
   using V = hn::Vec<D>;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   V a[kRowsX][6];
@@ -120,7 +129,7 @@ HWY_INLINE void SixRowsGroupBlock(D d, const float* const* rows, const float* x,
     for (int j = 0; j < kRowsX; ++j) xv[j] = hn::LoadU(d, x + j * cols + k);
     HWY_UNROLL(6)
     for (int i = 0; i < 6; ++i) {
-      const V wv = hn::LoadU(d, rows[i] + k);
+      const V wv = hn::LoadU(d, weight_rows[i] + k);
       HWY_UNROLL(4)
       for (int j = 0; j < kRowsX; ++j) a[j][i] = hn::MulAdd(wv, xv[j], a[j][i]);
     }
@@ -137,8 +146,8 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
                       int64_t cols, int64_t y_stride, float* y) {
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const float* rows[6];
-  for (int i = 0; i < 6; ++i) rows[i] = w + (first + i * stride) * cols;
+  const float* weight_rows[6];
+  for (int i = 0; i < 6; ++i) weight_rows[i] = w + (first + i * stride) * cols;
   HWY_ALIGN float acc[kGemvMaxBatch * 6 * hn::MaxLanes(d)];
   std::fill(acc, acc + m * 6 * N, 0.0f);
   const int64_t k_end = cols / N * N;
@@ -147,21 +156,22 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
     for (int64_t j = 0; j < m; j += kGroup) {
       const float* xj = x + j * cols;
       float* aj = acc + j * 6 * N;
+      auto group = [&](auto rows_x) HWY_ATTR {
+        SixRowsGroupBlock<decltype(rows_x)::value>(d, weight_rows, xj, cols, block, block_end, aj);
+      };
       switch (std::min<int64_t>(kGroup, m - j)) {
         case 1:
-          SixRowsGroupBlock<1>(d, rows, xj, cols, block, block_end, aj);
+          group(std::integral_constant<int, 1>());
           break;
         case 2:
-          SixRowsGroupBlock<2>(d, rows, xj, cols, block, block_end, aj);
+          group(std::integral_constant<int, 2>());
           break;
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-        case 3:
-          SixRowsGroupBlock<3>(d, rows, xj, cols, block, block_end, aj);
+        case 3:  // reached with groups of four only
+          group(std::integral_constant<int, 3>());
           break;
-        default:
-          SixRowsGroupBlock<4>(d, rows, xj, cols, block, block_end, aj);
+        default:  // 4, with groups of four
+          group(std::integral_constant<int, 4>());
           break;
-#endif
       }
     }
   }
@@ -169,7 +179,7 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
     for (int i = 0; i < 6; ++i) {
       const auto a = hn::Load(d, acc + (j * 6 + i) * N);
       y[j * y_stride + first + i * stride] =
-          RowTimesX(rows[i], x + j * cols, k_end, cols, hn::GetLane(hn::SumOfLanes(d, a)));
+          RowTimesX(weight_rows[i], x + j * cols, k_end, cols, hn::GetLane(hn::SumOfLanes(d, a)));
     }
   }
 }
@@ -178,13 +188,9 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
 // The 124M model's 73 products, one thread, Zen 4 VM, against OpenBLAS's AVX-512 kernels
 // (bench/gemv_benchmark BM_ChunkStep): on AVX-512, 32 rows 120 against 149 ms (64: 220
 // against 225); on the AVX2 target, 16 rows 92.1 against 104, 24 rows 139 against 120.
-int64_t BatchLimitImpl() {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  return kGemvMaxBatch;
-#else
-  return 16;
-#endif
-}
+// Measured for those two only: the 16 of the groups of two serves SSE and the emulated
+// targets too, unmeasured.
+int64_t BatchLimitImpl() { return kGroup == 4 ? kGemvMaxBatch : 16; }
 
 // Rows [begin, end) against x rows [0, m), as GemvRowsImpl walks them.
 void GemvBatchRowsImpl(const float* w, const float* x, int64_t m, int64_t begin, int64_t end,
@@ -246,6 +252,7 @@ int64_t GemvBatchLimit() { return HWY_DYNAMIC_DISPATCH(BatchLimitImpl)(); }
 
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
                int num_threads) {
+  KV_CHECK(m >= 1 && m <= kGemvMaxBatch);  // the accumulators are a stack array of that size
   if (m == 1) {
     Gemv(w, x, rows, cols, y, num_threads);
     return;

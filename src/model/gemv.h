@@ -19,11 +19,13 @@ namespace kvcheck::model {
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
 void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y);
 
+// The most rows of x GemvBatch takes in one call.
+inline constexpr int64_t kGemvMaxBatch = 32;
+
 // The product for m rows of x at once (x row-major [m, cols], y row-major [m, rows]), for
 // short prefill chunks: the weights are read from memory once for all m rows, on this
 // module's threads, and row j of y is bitwise Gemv's of row j of x.
-// REQUIRES: 1 <= m <= kGemvMaxBatch, 1 <= num_threads <= 256.
-inline constexpr int64_t kGemvMaxBatch = 32;
+// REQUIRES: 1 <= m <= kGemvMaxBatch (checked), 1 <= num_threads <= 256.
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
                int num_threads);
 // The batch size up to which GemvBatch beats OpenBLAS sgemm on the SIMD target Highway picked

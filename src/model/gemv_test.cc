@@ -87,9 +87,10 @@ void CheckBatchEqualsGemvPerRow(const char* target) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
   };
-  // cols: around the vector widths and around the kernel's 512-float k blocks.
+  // cols: around the vector widths, around the kernel's 512-float k blocks, and several
+  // blocks then a tail shorter than a vector.
   for (int64_t rows : {1, 5, 6, 7, 13, 64, 130, 289}) {
-    for (int64_t cols : {1, 7, 16, 17, 511, 512, 513, 1040}) {
+    for (int64_t cols : {1, 7, 16, 17, 511, 512, 513, 1040, 1043}) {
       // m: around the register groups of x rows (2 or 4 by target) and the largest batch.
       for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7},
                         int64_t{8}, int64_t{9}, kGemvMaxBatch - 1, kGemvMaxBatch}) {
@@ -105,8 +106,7 @@ void CheckBatchEqualsGemvPerRow(const char* target) {
           GemvBatch(w.data(), x.data(), m, rows, cols, y.data(), threads);
           for (int64_t i = 0; i < m * rows; ++i) {
             ASSERT_EQ(y[i], expected[i]) << rows << "x" << cols << " m " << m << " threads "
-                                         << threads << " x row " << i / rows << " row "
-                                         << i % rows;
+                                         << threads << " x row " << i / rows << " row " << i % rows;
           }
         }
       }

@@ -71,8 +71,42 @@ namespace kvcheck::model {
 HWY_EXPORT(TanhInPlaceImpl);
 HWY_EXPORT(GeluInPlaceImpl);
 
+namespace {
+
+// y = x w^T for rows > GemvBatchLimit(): OpenBLAS sgemm, single-threaded, on slices of
+// kSliceOutputs outputs that our threads claim. With OpenBLAS's own threads, its second thread
+// spun in sched_yield for 0.1-0.2 s after each call (2^28 TSC ticks), taking a core from the
+// decode steps that follow (perf, a 48-token prompt then 24 tokens on two threads: 130 000
+// sched_yield calls during the generation before, none now). The slices do not depend on the
+// thread count, and an output's bits depend on the call it is in (OpenBLAS picks kernels and
+// blocking by the call's sizes), so the result is the same on any number of threads. The
+// chunk's products alone (bench/gemv_benchmark BM_ChunkStep, Zen 4 VM, medians of 5), against
+// OpenBLAS on its own threads: two threads, 128 rows 196 against 190 ms, 33 rows 76.8 against
+// 83.5; one thread, 378 against 376 and 144 against 160. Slices of 256 outputs left two
+// threads unbalanced on the 768-output products (225 and 95.3 ms); slices of 64 were no
+// better than 128.
+void SgemmOnSlices(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y,
+                   int num_threads) {
+  constexpr int64_t kSliceOutputs = 128;
+  const int m = static_cast<int>(rows), k = static_cast<int>(in), ldc = static_cast<int>(out);
+  const int64_t slices = (out + kSliceOutputs - 1) / kSliceOutputs;
+  // Process-wide: a caller of OpenBLAS on another thread meanwhile runs single-threaded too.
+  const int blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  SharedThreadPool(num_threads).ParallelFor(slices, [&](int64_t slice) {
+    const int64_t begin = slice * kSliceOutputs;
+    const int slice_outputs = static_cast<int>(std::min(kSliceOutputs, out - begin));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, slice_outputs, k, 1.0f, x, k,
+                w + begin * in, k, 0.0f, y + begin, ldc);
+  });
+  openblas_set_num_threads(blas_threads);
+}
+
+}  // namespace
+
 void Linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
             int64_t out, float* y, MatmulPath path, int num_threads) {
+  if (rows <= 0) return;
   if (path == MatmulPath::kPlain) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t n = 0; n < out; ++n) {
@@ -83,40 +117,16 @@ void Linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
     }
     return;
   }
-  const int M = static_cast<int>(rows), N = static_cast<int>(out), K = static_cast<int>(in);
   if (rows <= GemvBatchLimit()) {
     // Decode steps and short prefill chunks: our GEMV streams the weights once for all rows.
     // Debian's OpenBLAS 0.3.21 sgemm is slower at these shapes (bench/gemv_benchmark
     // BM_ChunkStep, the 124M model's 73 products, one thread, Zen 4 VM, AVX-512: 4 rows 28.5
     // against 82.3 ms, 8 rows 41.5 against 89.4, 32 rows 120 against 149; even at 64 rows,
     // 220 against 225; 128 rows 426 against 373; the AVX2 target's limit is lower, see
-    // GemvBatchLimit), and after a threaded sgemm its worker threads spin in sched_yield for
-    // 2^28 TSC ticks (0.1-0.2 s here), taking a core from the decode steps that follow.
+    // GemvBatchLimit), and leaves no OpenBLAS thread spinning (SgemmOnSlices).
     GemvBatch(w, x, rows, out, in, y, num_threads);
   } else {
-    // Longer chunks: OpenBLAS sgemm, single-threaded, on slices of kSliceOutputs outputs
-    // that our threads claim. With OpenBLAS's own threads, its second thread spun in
-    // sched_yield for 0.1-0.2 s after each call, as above (perf, a 48-token prompt then 24
-    // tokens on two threads: 130 000 sched_yield calls during the generation before, none
-    // now). The slices do not depend on the thread count, and an output's bits depend on
-    // the call it is in (OpenBLAS picks kernels and blocking by the call's sizes): so the
-    // result is the same on any number of threads. The chunk's products alone
-    // (bench/gemv_benchmark BM_ChunkStep, two threads, medians of 5), against OpenBLAS on its
-    // own threads: 128 rows 196 against 190 ms, 33 rows 76.8 against 83.5; one thread the
-    // same (378 against 376, 144 against 160). Slices of 256 outputs left two threads
-    // unbalanced on the 768-output products (225 and 95.3 ms), slices of 64 were no better.
-    constexpr int64_t kSliceOutputs = 128;
-    const int64_t slices = (out + kSliceOutputs - 1) / kSliceOutputs;
-    const int blas_threads = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    SharedThreadPool(num_threads).ParallelFor(slices, [&](int64_t slice) {
-      const int64_t begin = slice * kSliceOutputs;
-      const int64_t count = std::min(kSliceOutputs, out - begin);
-      const int n = static_cast<int>(count);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x, K, w + begin * in, K,
-                  0.0f, y + begin, N);
-    });
-    openblas_set_num_threads(blas_threads);
+    SgemmOnSlices(x, rows, in, w, out, y, num_threads);
   }
   if (bias != nullptr) {
     for (int64_t r = 0; r < rows; ++r) {

@@ -18,7 +18,9 @@ enum class MatmulPath {
 // y[r, n] = sum_k x[r, k] w[n, k] (+ bias[n]) for r < rows, n < out: w is [out, in].
 // bias may be null. Up to GemvBatchLimit() rows (decode steps, short prefill chunks) run on
 // our GEMV, more on OpenBLAS sgemm (single-threaded, on slices of the outputs); either way
-// on num_threads of our threads.
+// on num_threads of our threads, with the same bits for any num_threads. The sgemm path sets
+// OpenBLAS to one thread for the call (process-wide, then restored): do not run it while
+// another thread runs OpenBLAS threaded.
 void Linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
             int64_t out, float* y, MatmulPath path, int num_threads = 1);
 

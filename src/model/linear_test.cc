@@ -4,6 +4,8 @@
 // two; up to GemvBatchLimit() rows, each row the same bits as a one-row call (a short prefill
 // chunk projects each token as a decode step of that token would); and the same bits on one,
 // two and three threads.
+#include <cblas.h>
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -120,6 +122,20 @@ TEST(LinearTest, SameBitsOnOneTwoAndThreeThreads) {
       }
     }
   });
+}
+
+// The sgemm path runs OpenBLAS single-threaded for the call (its own threads would spin after
+// it) and gives the process its thread count back.
+TEST(LinearTest, SgemmPathLeavesOpenBlasThreadCountAsItWas) {
+  const int64_t in = 64, out = 300, rows = kGemvMaxBatch + 1;
+  const std::vector<float> w = Values(out * in, 31), x = Values(rows * in, 32);
+  std::vector<float> y(rows * out, NAN);
+  const int before = openblas_get_num_threads();
+  SetBlasThreads(2);
+  Linear(x.data(), rows, in, w.data(), nullptr, out, y.data(), MatmulPath::kOptimized, 2);
+  EXPECT_EQ(openblas_get_num_threads(), 2);
+  SetBlasThreads(before);
+  for (float value : y) ASSERT_FALSE(std::isnan(value));
 }
 
 }  // namespace
