@@ -53,7 +53,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "src/base/simd_targets_for_test.h"
 
 namespace kvcheck::flash_internal {
 namespace {
@@ -194,19 +194,11 @@ void CheckTanh(const char* target) {
 }
 
 TEST(FlashExpTest, TanhWithinFourUlpsOnEverySimdTarget) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    CheckTanh(hwy::TargetName(target));
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  ForEachSimdTarget(CheckTanh);
 }
 
 TEST(FlashExpTest, WithinTwoUlpsOfExpOnEverySimdTarget) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    CheckExp(hwy::TargetName(target));
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  ForEachSimdTarget(CheckExp);
 }
 
 }  // namespace

@@ -10,35 +10,32 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "src/base/simd_targets_for_test.h"
+#include "src/base/split_mix.h"
 
 namespace kvcheck::model {
 namespace {
 
-// Runs the law under one SIMD target: Highway dispatches to the best one by default, so the
-// others would go untested on a machine that has them.
+// A value in [-2, 2) on a 2^-22 grid, the next of the stream `state` seeds.
+float NextValue(uint64_t& state) {
+  return static_cast<float>(static_cast<int64_t>(SplitMix64(state) >> 40) - (1 << 23)) /
+         (1 << 22);
+}
+
 void CheckGemvWithinTheBound(const char* target);
 
 TEST(GemvTest, MatchesExactDotProductsWithinTheBoundOnEverySimdTarget) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    CheckGemvWithinTheBound(hwy::TargetName(target));
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  ForEachSimdTarget(CheckGemvWithinTheBound);
 }
 
 void CheckGemvWithinTheBound(const char* target) {
   SCOPED_TRACE(target);
   uint64_t state = 12345;
-  auto next = [&state] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
-  };
   for (int64_t rows : {1, 3, 4, 5, 6, 7, 8, 11, 12, 13, 17, 63, 64, 65, 130, 144, 257, 289}) {
     for (int64_t cols : {1, 7, 8, 9, 16, 17, 33, 768}) {
       std::vector<float> w(rows * cols), x(cols);
-      for (float& v : w) v = next();
-      for (float& v : x) v = next();
+      for (float& v : w) v = NextValue(state);
+      for (float& v : x) v = NextValue(state);
       std::vector<float> y_one_thread(rows, NAN);
       Gemv(w.data(), x.data(), rows, cols, y_one_thread.data(), 1);
       for (int threads : {1, 2, 3}) {
@@ -73,20 +70,12 @@ void CheckGemvWithinTheBound(const char* target) {
 void CheckBatchEqualsGemvPerRow(const char* target);
 
 TEST(GemvTest, BatchEqualsGemvOfEachRowBitForBitOnEverySimdTarget) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    CheckBatchEqualsGemvPerRow(hwy::TargetName(target));
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  ForEachSimdTarget(CheckBatchEqualsGemvPerRow);
 }
 
 void CheckBatchEqualsGemvPerRow(const char* target) {
   SCOPED_TRACE(target);
   uint64_t state = 777;
-  auto next = [&state] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
-  };
   // cols: around the vector widths, around the kernel's 512-float k blocks, and several
   // blocks then a tail shorter than a vector.
   for (int64_t rows : {1, 5, 6, 7, 13, 64, 130, 289}) {
@@ -95,8 +84,8 @@ void CheckBatchEqualsGemvPerRow(const char* target) {
       for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7},
                         int64_t{8}, int64_t{9}, kGemvMaxBatch - 1, kGemvMaxBatch}) {
         std::vector<float> w(rows * cols), x(m * cols);
-        for (float& v : w) v = next();
-        for (float& v : x) v = next();
+        for (float& v : w) v = NextValue(state);
+        for (float& v : x) v = NextValue(state);
         std::vector<float> expected(m * rows, NAN);
         for (int64_t j = 0; j < m; ++j) {
           Gemv(w.data(), x.data() + j * cols, rows, cols, expected.data() + j * rows, 1);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "src/base/simd_targets_for_test.h"
 
 namespace kvcheck::model {
 namespace {
@@ -109,17 +109,12 @@ void CheckOnTarget(const char* target, const std::vector<float>& inputs) {
 TEST(LayerOpsTest, TanhAndGeluWithinTheirBoundsOnEverySimdTarget) {
   std::vector<float> inputs = SweptFloats();
   if (inputs.size() % 2 == 0) inputs.pop_back();
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    CheckOnTarget(hwy::TargetName(target), inputs);
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  ForEachSimdTarget([&](const char* target) { CheckOnTarget(target, inputs); });
 }
 
 TEST(LayerOpsTest, NonFiniteAndSignedZeroInputs) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
+  ForEachSimdTarget([](const char* target) {
+    SCOPED_TRACE(target);
     // Three elements: all in the tail on every target.
     float t[3] = {INFINITY, -INFINITY, -0.0f};
     TanhInPlace(t, 3);
@@ -136,17 +131,15 @@ TEST(LayerOpsTest, NonFiniteAndSignedZeroInputs) {
       EXPECT_EQ(g[1], INFINITY);
       EXPECT_TRUE(std::isnan(g[2]));
     }
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  });
 }
 
 // The vector path and the scalar path give the same tokens only if they agree closely on
 // ordinary activations: within 4 ulps of tanh's bits apart at most, element for element,
 // over 17 lengths around the vector widths (the tail path included).
 TEST(LayerOpsTest, VectorGeluMatchesScalarOnAllLengths) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
+  ForEachSimdTarget([](const char* target) {
+    SCOPED_TRACE(target);
     for (int64_t n = 1; n <= 17; ++n) {
       std::vector<float> a(n), b(n);
       for (int64_t i = 0; i < n; ++i) a[i] = b[i] = -4.0f + 0.47f * static_cast<float>(i);
@@ -160,8 +153,7 @@ TEST(LayerOpsTest, VectorGeluMatchesScalarOnAllLengths) {
             << "n " << n << " i " << i;
       }
     }
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  });
 }
 
 }  // namespace

@@ -11,38 +11,29 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "src/base/simd_targets_for_test.h"
+#include "src/base/split_mix.h"
 #include "src/model/gemv.h"
 #include "src/model/layer_ops.h"
 
 namespace kvcheck::model {
 namespace {
 
-// Runs check() under every SIMD target this build has and this CPU runs: the GEMV dispatches
-// to the best one by default, and the batch limit where Linear switches to sgemm differs
-// between targets.
-template <typename Check>
-void OnEverySimdTarget(const Check& check) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    check();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
+// `count` values in [-2, 2) on a 2^-22 grid, from the stream `seed` starts.
 std::vector<float> Values(int64_t count, uint64_t seed) {
   std::vector<float> out(count);
   uint64_t state = seed;
   for (float& v : out) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    v = static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 22);
+    v = static_cast<float>(static_cast<int64_t>(SplitMix64(state) >> 40) - (1 << 23)) / (1 << 22);
   }
   return out;
 }
 
 TEST(LinearTest, MatchesExactProductsWithinTheBoundAroundTheGemvSgemmSwitch) {
-  OnEverySimdTarget([] {
+  // Every target: the GEMV dispatches to the best one by default, and where Linear switches
+  // to sgemm differs between targets.
+  ForEachSimdTarget([](const char* target) {
+    SCOPED_TRACE(target);
     // out: three of the sgemm path's slices of 128 outputs, the last partial.
     const int64_t in = 200, out = 300;
     const std::vector<float> w = Values(out * in, 1), bias = Values(out, 2);
@@ -79,7 +70,10 @@ TEST(LinearTest, MatchesExactProductsWithinTheBoundAroundTheGemvSgemmSwitch) {
 }
 
 TEST(LinearTest, ShortChunksProjectEachRowAsAOneRowCallBitForBit) {
-  OnEverySimdTarget([] {
+  // Every target: the GEMV dispatches to the best one by default, and where Linear switches
+  // to sgemm differs between targets.
+  ForEachSimdTarget([](const char* target) {
+    SCOPED_TRACE(target);
     const int64_t in = 96, out = 150;
     const std::vector<float> w = Values(out * in, 11), bias = Values(out, 12);
     for (int64_t rows : {int64_t{2}, int64_t{3}, int64_t{5}, GemvBatchLimit()}) {
@@ -103,7 +97,10 @@ TEST(LinearTest, ShortChunksProjectEachRowAsAOneRowCallBitForBit) {
 }
 
 TEST(LinearTest, SameBitsOnOneTwoAndThreeThreads) {
-  OnEverySimdTarget([] {
+  // Every target: the GEMV dispatches to the best one by default, and where Linear switches
+  // to sgemm differs between targets.
+  ForEachSimdTarget([](const char* target) {
+    SCOPED_TRACE(target);
     const int64_t in = 300, out = 600;  // the sgemm path: 5 slices of 128 outputs, one partial
     const std::vector<float> w = Values(out * in, 21), bias = Values(out, 22);
     for (int64_t rows : {int64_t{1}, int64_t{9}, GemvBatchLimit() + 1, int64_t{77}}) {
