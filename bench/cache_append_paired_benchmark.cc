@@ -1,0 +1,121 @@
+// The append experiment (bench/append_steps.h) with every way of appending measured in the
+// same steps: per strategy, a set of 30 prefilled caches for each way (one appended to through
+// AppendInto, one through Append, one written by each floor copy of kFloorCopies), and in each
+// of the 200 decode steps, each set's step (all 30 layers) in an order shuffled anew per step,
+// each timed alone. The ratios to the floor (its fastest copy) are of time summed over the same
+// steps, so what moves this VM's timings from minute to minute (the other guest's memory
+// traffic, frequency) moves both sides of a ratio alike; in separate runs
+// (cache_append_benchmark.cc) a strategy's ratio moved by about 0.2 from run to run, more than
+// any change to the append path. Shuffling keeps a fixed order from favouring one side (the
+// step before another leaves its last prefetches in flight).
+//
+//   bazel run --config=opt //bench:cache_append_paired_benchmark -- --benchmark_repetitions=5
+//
+// Counters, in microseconds per decode step (30 layers): `into`, `append`, each floor copy's,
+// `floor` (the fastest of them); `into/floor` and `append/floor` their ratios.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/append_steps.h"
+#include "bench/machine_context.h"
+#include "benchmark/benchmark.h"
+
+namespace kvcheck {
+namespace {
+
+using bench::kAppendSteps;
+using bench::kFloorCopies;
+
+constexpr int kFloors = static_cast<int>(std::size(kFloorCopies));
+// Way 0 appends through AppendInto, 1 through Append, 2 + i copies as kFloorCopies[i].
+constexpr int kInto = 0, kAppend = 1, kMethods = 2 + kFloors;
+
+void BM_PairedSteps(benchmark::State& state, const CacheStrategy* strategy) {
+  const Tensor step_k = bench::AppendInput(1, 3.0f), step_v = bench::AppendInput(1, 4.0f);
+  std::array<double, kMethods> seconds{};
+  std::array<int, kMethods> order;
+  for (int m = 0; m < kMethods; ++m) order[m] = m;
+  std::mt19937_64 shuffle(state.range(0));  // the same orders in every run
+  for (auto _ : state) {
+    std::array<std::vector<CacheView>, kMethods> views;
+    std::array<std::vector<std::unique_ptr<KvCache>>, kMethods> layers;
+    for (int m = 0; m < kMethods; ++m) layers[m] = bench::PrefilledLayers(*strategy, &views[m]);
+    bench::EvictCaches();
+    std::array<double, kMethods> iteration{};
+    for (int64_t step = 0; step < kAppendSteps; ++step) {
+      const int64_t position = bench::kAppendPrefill + step;
+      std::shuffle(order.begin(), order.end(), shuffle);
+      for (const int m : order) {
+        const auto start = std::chrono::steady_clock::now();
+        if (m == kInto) {
+          for (int64_t l = 0; l < bench::kAppendLayers; ++l) {
+            absl::Status status = layers[m][l]->AppendInto(step_k, step_v, views[m][l]);
+            benchmark::DoNotOptimize(status);
+          }
+        } else if (m == kAppend) {
+          for (int64_t l = 0; l < bench::kAppendLayers; ++l) {
+            absl::StatusOr<CacheView> view = layers[m][l]->Append(step_k, step_v);
+            benchmark::DoNotOptimize(view);
+          }
+        } else {
+          for (const CacheView& view : views[m]) {
+            bench::FloorLayerStep(view, position, step_k.data<float>(), step_v.data<float>(),
+                                  kFloorCopies[m - 2], [] {});
+          }
+          bench::FinishFloorStep(kFloorCopies[m - 2]);
+        }
+        benchmark::ClobberMemory();
+        const auto end = std::chrono::steady_clock::now();
+        iteration[m] += std::chrono::duration<double>(end - start).count();
+      }
+    }
+    for (int m = 0; m < kMethods; ++m) seconds[m] += iteration[m];
+    state.SetIterationTime(iteration[kInto]);
+  }
+  const double steps = static_cast<double>(kAppendSteps) * state.iterations();
+  auto micros = [&](int m) { return seconds[m] / steps * 1e6; };
+  double floor = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < kFloors; ++i) {
+    state.counters[kFloorCopies[i].name] = micros(2 + i);
+    floor = std::min(floor, micros(2 + i));
+  }
+  state.counters["into"] = micros(kInto);
+  state.counters["append"] = micros(kAppend);
+  state.counters["floor"] = floor;
+  state.counters["into/floor"] = micros(kInto) / floor;
+  state.counters["append/floor"] = micros(kAppend) / floor;
+}
+
+const bool registered = [] {
+  for (const CacheStrategy& strategy : CacheStrategies()) {
+    if (!bench::WritesInPlace(strategy)) continue;
+    benchmark::RegisterBenchmark(("BM_PairedSteps/" + std::string(strategy.name)).c_str(),
+                                 BM_PairedSteps, &strategy)
+        ->Arg(1)  // the shuffle's seed
+        ->ArgName("seed")
+        ->Iterations(30)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace kvcheck
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  kvcheck::bench::AddMachineContext();
+  kvcheck::bench::WarmUpAppend();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
