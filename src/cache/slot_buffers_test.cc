@@ -5,6 +5,8 @@
 #include "src/cache/slot_buffers.h"
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -147,6 +149,61 @@ TEST_P(SlotBuffersTest, ViewIntoEqualsTheNarrowedBuffers) {
     EXPECT_EQ(view.v.layout().DebugString(), expected_v.layout().DebugString());
     EXPECT_EQ(view.k.dtype(), c.dtype);
     EXPECT_TRUE(view.positions.empty());
+  }
+}
+
+// Every field of `view` is that of `buffer` narrowed to slots [0, length).
+void ExpectNarrowedBuffer(const Tensor& view, const Tensor& buffer, int64_t length) {
+  const Tensor expected = *Narrow(buffer, 2, 0, length);
+  EXPECT_TRUE(view.SharesStorageWith(buffer));
+  EXPECT_EQ(view.dtype(), buffer.dtype());
+  EXPECT_EQ(view.layout().DebugString(), expected.layout().DebugString());
+  EXPECT_EQ(view.num_elements(), expected.num_elements());
+  EXPECT_EQ(view.layout().required_storage(), expected.layout().required_storage());
+}
+
+// Whatever the kept view showed (the buffers narrowed to more or fewer slots or to none, the
+// whole buffers, the same layout over other storage, another offset, fewer rows, heads or
+// elements along D, dimensions swapped, any one stride 0), the result is every field of the
+// buffers narrowed, element count and reach included, with no position table. (A faster
+// ViewInto that resizes a kept view of the buffers in place was tried; this test killed its
+// mutants that skipped the offset or a stride in its check.)
+TEST_P(SlotBuffersTest, ViewIntoFromAnyKeptView) {
+  const Case c = GetParam();
+  constexpr int64_t kSlots = 6;
+  const Buffers b = MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+  const Buffers twin = MakeBuffers(c.dtype, c.batch, c.heads, kSlots, c.head_dim, c.interleaved);
+  const SlotBuffers buffers(b.k, b.v);
+  std::vector<std::pair<std::string, Tensor>> kept = {
+      {"the buffer, 3 slots", *Narrow(b.k, 2, 0, 3)},
+      {"the buffer, 0 slots", *Narrow(b.k, 2, 0, 0)},
+      {"the whole buffer", b.k},
+      {"the same layout over other storage", *Narrow(twin.k, 2, 0, 3)},
+      {"slots from 1 (another offset)", *Narrow(b.k, 2, 1, 3)},
+      {"a batch or head fewer", *Narrow(b.k, c.batch > 1 ? 0 : 1, 0, 1)},
+      {"dimensions 0 and 1 swapped", *Permute(b.k, std::vector<int>{1, 0, 2, 3})}};
+  if (c.head_dim > 1) kept.push_back({"fewer elements along D", *Narrow(b.k, 3, 0, 1)});
+  // Each stride in turn 0 (a view within the same storage, dimensions and offset unchanged).
+  const Tensor three_slots = *Narrow(b.k, 2, 0, 3);
+  for (int d = 0; d < 4; ++d) {
+    Dims strides = three_slots.strides();
+    strides[d] = 0;
+    kept.push_back({"stride " + std::to_string(d) + " 0",
+                    *Tensor::View(b.k.storage(), *Layout::Strided(three_slots.shape(), strides,
+                                                                  three_slots.layout().offset()))});
+  }
+  for (const auto& [name, k] : kept) {
+    for (int64_t length : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{4}, kSlots}) {
+      CacheView view;
+      view.k = k;
+      view.v = *Narrow(b.v, 2, 0, 2);
+      if (length == 1) view.positions = {7};
+      buffers.ViewInto(length, view);
+      SCOPED_TRACE(name + ", length " + std::to_string(length));
+      ExpectNarrowedBuffer(view.k, b.k, length);
+      ExpectNarrowedBuffer(view.v, b.v, length);
+      EXPECT_TRUE(view.positions.empty());
+    }
   }
 }
 
