@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "bench/machine_context.h"
 #include "benchmark/benchmark.h"
 
 namespace kvcheck::bench {
@@ -37,13 +38,19 @@ bool WritesInPlace(const CacheStrategy& strategy) {
   return name == "prealloc" || name == "ring" || name == "interleaved" || name == "scattered";
 }
 
-void WarmUpAppend() {
+int RunAppendBenchmarks(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  AddMachineContext();
   const CacheStrategy* prealloc = FindCacheStrategy("prealloc");
   for (int round = 0; round < 2; ++round) {
     std::vector<CacheView> views;
     const std::vector<std::unique_ptr<KvCache>> layers = PrefilledLayers(*prealloc, &views);
   }
   EvictCaches();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
 }
 
 }  // namespace kvcheck::bench

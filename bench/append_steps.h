@@ -48,9 +48,11 @@ std::vector<std::unique_ptr<KvCache>> PrefilledLayers(const CacheStrategy& strat
 // are new copies (of the whole history), so no copy of one row into "the same slots" exists.
 bool WritesInPlace(const CacheStrategy& strategy);
 
-// Runs the setup of one iteration twice, untimed: the first benchmark of a process otherwise
-// pays for the process's first use of this much memory (fresh pages from the kernel).
-void WarmUpAppend();
+// The two append benchmarks' main: Google Benchmark's flags, the machine's context lines
+// (machine_context.h), the setup of one iteration run twice untimed (the first benchmark of
+// a process otherwise pays for the process's first use of this much memory, fresh pages from
+// the kernel), then the registered benchmarks. Returns the process's exit status.
+int RunAppendBenchmarks(int argc, char** argv);
 
 // When a floor copy prefetches the rows the next step writes: not at all, after the step's
 // rows are copied, or before.

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "bench/append_steps.h"
-#include "bench/machine_context.h"
 #include "benchmark/benchmark.h"
 
 namespace kvcheck {
@@ -110,12 +109,4 @@ const bool registered = [] {
 }  // namespace
 }  // namespace kvcheck
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  kvcheck::bench::AddMachineContext();
-  kvcheck::bench::WarmUpAppend();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return kvcheck::bench::RunAppendBenchmarks(argc, argv); }

@@ -130,6 +130,16 @@ TEST_P(SlotBuffersTest, WriteTakesStridedInputAndChunks) {
   EXPECT_EQ(ours.v.ToFloats(), expected.v.ToFloats());
 }
 
+// Every field of `view` is that of `buffer` narrowed to slots [0, length).
+void ExpectNarrowedBuffer(const Tensor& view, const Tensor& buffer, int64_t length) {
+  const Tensor expected = *Narrow(buffer, 2, 0, length);
+  EXPECT_TRUE(view.SharesStorageWith(buffer));
+  EXPECT_EQ(view.dtype(), buffer.dtype());
+  EXPECT_EQ(view.layout().DebugString(), expected.layout().DebugString());
+  EXPECT_EQ(view.num_elements(), expected.num_elements());
+  EXPECT_EQ(view.layout().required_storage(), expected.layout().required_storage());
+}
+
 TEST_P(SlotBuffersTest, ViewIntoEqualsTheNarrowedBuffers) {
   const Case c = GetParam();
   constexpr int64_t kSlots = 5;
@@ -142,24 +152,10 @@ TEST_P(SlotBuffersTest, ViewIntoEqualsTheNarrowedBuffers) {
   for (int64_t length = 0; length <= kSlots; ++length) {
     if (length == 2) view.k = Counting(c.dtype, {1, 1, 1, 1}, 0);
     buffers.ViewInto(length, view);
-    const Tensor expected_k = *Narrow(b.k, 2, 0, length);
-    const Tensor expected_v = *Narrow(b.v, 2, 0, length);
-    EXPECT_TRUE(view.k.SharesStorageWith(b.k) && view.v.SharesStorageWith(b.v));
-    EXPECT_EQ(view.k.layout().DebugString(), expected_k.layout().DebugString());
-    EXPECT_EQ(view.v.layout().DebugString(), expected_v.layout().DebugString());
-    EXPECT_EQ(view.k.dtype(), c.dtype);
+    ExpectNarrowedBuffer(view.k, b.k, length);
+    ExpectNarrowedBuffer(view.v, b.v, length);
     EXPECT_TRUE(view.positions.empty());
   }
-}
-
-// Every field of `view` is that of `buffer` narrowed to slots [0, length).
-void ExpectNarrowedBuffer(const Tensor& view, const Tensor& buffer, int64_t length) {
-  const Tensor expected = *Narrow(buffer, 2, 0, length);
-  EXPECT_TRUE(view.SharesStorageWith(buffer));
-  EXPECT_EQ(view.dtype(), buffer.dtype());
-  EXPECT_EQ(view.layout().DebugString(), expected.layout().DebugString());
-  EXPECT_EQ(view.num_elements(), expected.num_elements());
-  EXPECT_EQ(view.layout().required_storage(), expected.layout().required_storage());
 }
 
 // Whatever the kept view showed (the buffers narrowed to more or fewer slots or to none, the
