@@ -25,30 +25,15 @@ namespace kvcheck::flash_internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The largest of row[0, width) (width a multiple of the lane count). A NaN or +inf score
-// makes the row's output NaN: state.nan is set, the row's NaN scores become -inf (they weigh
-// 0 from here on, so the state stays free of NaN arithmetic), and the maximum is taken again
-// without them. One vector pass when no score is bad (Max may keep or drop a NaN, so the
-// flag is kept separately).
-template <class DF>
-HWY_INLINE float TileMaxMarkingNan(DF df, RowState& state, float* row, int64_t width) {
-  const float minus_inf = -std::numeric_limits<float>::infinity();
-  const auto inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
-  auto max_v = hn::Set(df, minus_inf);
-  auto bad = hn::Lt(max_v, max_v);  // lanes that saw NaN or +inf; all false
-  for (int64_t t = 0; t < width; t += static_cast<int64_t>(hn::Lanes(df))) {
-    const auto s = hn::LoadU(df, row + t);
-    max_v = hn::Max(max_v, s);
-    bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
-  }
-  float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v));
-  if (HWY_UNLIKELY(!hn::AllFalse(df, bad))) {
-    state.nan = true;
-    tile_max = minus_inf;
-    for (int64_t t = 0; t < width; ++t) {
-      if (std::isnan(row[t])) row[t] = minus_inf;
-      tile_max = std::max(tile_max, row[t]);  // no NaN left: std::max is fmax
-    }
+// A row whose tile saw a NaN or +inf score (rare: off the hot path). Its output becomes NaN
+// (state.nan); its NaN scores become -inf (they weigh 0 from here on, so the state stays free
+// of NaN arithmetic) and its tile max is taken again without them.
+HWY_NOINLINE inline float TileMaxMarkingNan(RowState& state, float* row, int64_t width) {
+  state.nan = true;
+  float tile_max = -std::numeric_limits<float>::infinity();
+  for (int64_t t = 0; t < width; ++t) {
+    if (std::isnan(row[t])) row[t] = -std::numeric_limits<float>::infinity();
+    tile_max = std::max(tile_max, row[t]);  // no NaN left: std::max is fmax
   }
   return tile_max;
 }
@@ -56,33 +41,75 @@ HWY_INLINE float TileMaxMarkingNan(DF df, RowState& state, float* row, int64_t w
 // The online-softmax update of rows [0, kRows), row r's scores at scores + r * row_stride,
 // over their first `width` keys (a multiple of the lane count; scores a row may not see are
 // already -inf): each state is rescaled to its new running max and the scores are replaced
-// by their weights p_t = exp(s_t - m) (0 for -inf). The rows' exp calls are interleaved:
-// independent chains for the pipelines, and each constant loaded once for all.
+// by their weights p_t = exp(s_t - m) (0 for -inf). The rows' passes are interleaved
+// (independent chains for the pipelines, each constant loaded once for all), and the rescale
+// has no branch per row: whether a row's max grows is a coin toss in a short prefill row,
+// and the mispredicted branches and each row's own exp chain showed in its profile.
 template <int kRows, class DF>
 HWY_INLINE void UpdateRows(DF df, RowState* states, float* scores, int64_t row_stride,
                            int64_t width, int64_t loop_dim) {
   using VF = hn::Vec<DF>;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  VF m_v[kRows], sum_v[kRows];
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  // 1. Each row's tile max, and whether it saw NaN or +inf (Max may keep or drop a NaN, so
+  //    that is flagged separately).
+  const VF inf_v = hn::Set(df, std::numeric_limits<float>::infinity());
+  VF max_v[kRows];
+  auto bad = hn::Lt(inf_v, inf_v);  // lanes that saw NaN or +inf in any row; all false
+  for (int r = 0; r < kRows; ++r) max_v[r] = hn::Set(df, minus_inf);
+  for (int64_t t = 0; t < width; t += N) {
+    HWY_UNROLL(6)
+    for (int r = 0; r < kRows; ++r) {
+      const VF s = hn::LoadU(df, scores + r * row_stride + t);
+      max_v[r] = hn::Max(max_v[r], s);
+      bad = hn::Or(bad, hn::Not(hn::Lt(s, inf_v)));
+    }
+  }
+  // 2. The new running maxima m and the factors exp(m_old - m) that rescale acc and l, one
+  //    vector exp for all rows: exactly 1 where m did not grow (exp(0) is 1), 0 where m_old
+  //    is -inf (exp(-inf), or exp(NaN) when m is still -inf too).
+  constexpr size_t kMaxN = hn::MaxLanes(DF());
+  constexpr size_t kPadded = (kRows + kMaxN - 1) / kMaxN * kMaxN;
+  alignas(64) float gap[kPadded] = {};
+  alignas(64) float alpha[kPadded];
+  const bool any_bad = !hn::AllFalse(df, bad);
+  bool grows = false;
   for (int r = 0; r < kRows; ++r) {
     RowState& state = states[r];
-    const float tile_max = TileMaxMarkingNan(df, state, scores + r * row_stride, width);
-    if (tile_max > state.max) {
-      // m_old -> m: acc and l scale by exp(m_old - m) (0 when m_old is -inf), with the
-      // vector exp of the weights (no libm call per row and tile).
-      const VF alpha_v = ExpOfNonPositive(df, hn::Set(df, state.max - tile_max));
-      const float alpha = hn::GetLane(alpha_v);
+    float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v[r]));
+    if (HWY_UNLIKELY(any_bad)) {
+      const float* row = scores + r * row_stride;
+      bool row_bad = false;
+      for (int64_t t = 0; t < width; ++t) {
+        row_bad = row_bad || !(row[t] < std::numeric_limits<float>::infinity());
+      }
+      if (row_bad) tile_max = TileMaxMarkingNan(state, scores + r * row_stride, width);
+    }
+    const float m = std::max(state.max, tile_max);
+    gap[r] = state.max - m;
+    grows = grows || m > state.max;
+    state.max = m;
+  }
+  if (grows) {
+    for (size_t i = 0; i < kPadded; i += static_cast<size_t>(N)) {
+      hn::Store(ExpOfNonPositive(df, hn::Load(df, gap + i)), df, alpha + i);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      RowState& state = states[r];
+      const VF alpha_v = hn::Set(df, alpha[r]);
       for (int64_t d = 0; d < loop_dim; d += N) {
         hn::StoreU(hn::Mul(hn::LoadU(df, state.acc + d), alpha_v), df, state.acc + d);
       }
-      state.sum *= alpha;
-      state.max = tile_max;
+      state.sum *= alpha[r];
     }
-    m_v[r] = hn::Set(df, state.max);
+  }
+  VF m_v[kRows], sum_v[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    m_v[r] = hn::Set(df, states[r].max);
     sum_v[r] = hn::Zero(df);
   }
-  // p_t = exp(s_t - m) (flash_exp-inl.h: s_t - m <= 0); with m = -inf (every score so far
-  // -inf) the argument is NaN and 0 is the weight.
+  // 3. p_t = exp(s_t - m) (flash_exp-inl.h: s_t - m <= 0); with m = -inf (every score so far
+  //    -inf) the argument is NaN and 0 is the weight.
   for (int64_t t = 0; t < width; t += N) {
     HWY_UNROLL(6)
     for (int r = 0; r < kRows; ++r) {
