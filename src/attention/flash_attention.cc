@@ -165,14 +165,14 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                                                     shape.kv_len >= 4 * shape.q_len);
   if (simd && !decode_like && shape.kv_len > 0) {
     const int64_t padded_dim = flash_internal::PaddedDim(shape.head_dim);
-    // Rows of Kt: Skv rounded up to tiles, one more tile (the prefill kernel reads two from
-    // any tile's start; zero past Skv) and a cache line: a tile of Kt is 2 or 4 lines of each
-    // of D rows, and with a power-of-two row stride (Skv = 512: 2 KiB) they would all fall
-    // into a few L1 sets and evict one another; shifted by a line per row, they spread over
-    // all of them.
+    // Rows of Kt: Skv rounded up to tiles (the kernels read whole tiles from a tile's start,
+    // never past the tile holding key Skv - 1; zero past Skv) and a cache line: a tile of Kt
+    // is 2 or 4 lines of each of D rows, and with a power-of-two row stride (Skv = 512:
+    // 2 KiB) they would all fall into a few L1 sets and evict one another; shifted by a line
+    // per row, they spread over all of them.
     p.kt_stride = (shape.kv_len + flash_internal::kFlashTile - 1) / flash_internal::kFlashTile *
                       flash_internal::kFlashTile +
-                  flash_internal::kFlashTile + 16;
+                  16;
     const int64_t per_head = padded_dim * p.kt_stride;
     // On a cache line (the vector loads of a tile's row would otherwise straddle two). Not
     // zeroed here, serially: each (b, kv_head)'s last task zeroes its padding (keys past Skv,
