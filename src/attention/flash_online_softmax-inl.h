@@ -25,14 +25,20 @@ namespace kvcheck::flash_internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// A row whose tile saw a NaN or +inf score (rare: off the hot path). Its output becomes NaN
-// (state.nan); its NaN scores become -inf (they weigh 0 from here on, so the state stays free
-// of NaN arithmetic) and its tile max is taken again without them.
-HWY_NOINLINE inline float TileMaxMarkingNan(RowState& state, float* row, int64_t width) {
+// Row's tile max when some row of the group saw a NaN or +inf score (rare: off the hot path).
+// If this row did, its output becomes NaN (state.nan), its NaN scores become -inf (they weigh
+// 0 from here on, so the state stays free of NaN arithmetic) and its max is taken again
+// without them; otherwise `tile_max` stands.
+HWY_NOINLINE inline float RowMaxMarkingNan(RowState& state, float* row, int64_t width,
+                                           float tile_max) {
+  const float inf = std::numeric_limits<float>::infinity();
+  bool bad = false;
+  for (int64_t t = 0; t < width; ++t) bad = bad || !(row[t] < inf);
+  if (!bad) return tile_max;
   state.nan = true;
-  float tile_max = -std::numeric_limits<float>::infinity();
+  tile_max = -inf;
   for (int64_t t = 0; t < width; ++t) {
-    if (std::isnan(row[t])) row[t] = -std::numeric_limits<float>::infinity();
+    if (std::isnan(row[t])) row[t] = -inf;
     tile_max = std::max(tile_max, row[t]);  // no NaN left: std::max is fmax
   }
   return tile_max;
@@ -78,12 +84,7 @@ HWY_INLINE void UpdateRows(DF df, RowState* states, float* scores, int64_t row_s
     RowState& state = states[r];
     float tile_max = hn::GetLane(hn::MaxOfLanes(df, max_v[r]));
     if (HWY_UNLIKELY(any_bad)) {
-      const float* row = scores + r * row_stride;
-      bool row_bad = false;
-      for (int64_t t = 0; t < width; ++t) {
-        row_bad = row_bad || !(row[t] < std::numeric_limits<float>::infinity());
-      }
-      if (row_bad) tile_max = TileMaxMarkingNan(state, scores + r * row_stride, width);
+      tile_max = RowMaxMarkingNan(state, scores + r * row_stride, width, tile_max);
     }
     const float m = std::max(state.max, tile_max);
     gap[r] = state.max - m;
