@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "benchmark/benchmark.h"
 #include "src/cache/registry.h"
 
 #if defined(__SSE2__)
@@ -131,8 +132,8 @@ inline void StreamRow(float* to, const float* from, size_t bytes) {
 
 // One layer's floor step: the KH rows of K (`k_rows`, KH x D floats) and of V into slot
 // `position` of the layer's buffers (`view`, a view of them from the prefill), one memcpy per
-// row, with the prefetch of slot position + 1 that `floor` asks for. `between`, if not null,
-// runs after the copies and before a prefetch that follows them.
+// row, with the prefetch of slot position + 1 that `floor` asks for. `between()` runs after
+// the copies and before a prefetch that follows them.
 template <typename Between>
 inline void FloorLayerStep(const CacheView& view, int64_t position, const float* k_rows,
                            const float* v_rows, FloorCopy floor, Between between) {
@@ -165,6 +166,34 @@ inline void FinishFloorStep(FloorCopy floor) {
   if (floor.store == Store::kNonTemporal) _mm_sfence();
 #endif
   (void)floor;
+}
+
+// A floor step of all layers (`views`, one per layer, from the prefill): FloorLayerStep for
+// each, `between(view)` after each layer's copies, then FinishFloorStep.
+template <typename Between>
+inline void FloorStep(const std::vector<CacheView>& views, int64_t position, const Tensor& k,
+                      const Tensor& v, FloorCopy floor, Between between) {
+  for (const CacheView& view : views) {
+    FloorLayerStep(view, position, k.data<float>(), v.data<float>(), floor,
+                   [&] { between(view); });
+  }
+  FinishFloorStep(floor);
+}
+
+// A decode step of all layers through the caches: AppendInto into each layer's kept view
+// (`views[l]`) when `kept_views`, else Append, whose new view is dropped.
+inline void AppendStep(const std::vector<std::unique_ptr<KvCache>>& layers,
+                       std::vector<CacheView>& views, const Tensor& k, const Tensor& v,
+                       bool kept_views) {
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (kept_views) {
+      absl::Status status = layers[l]->AppendInto(k, v, views[l]);
+      benchmark::DoNotOptimize(status);
+    } else {
+      absl::StatusOr<CacheView> view = layers[l]->Append(k, v);
+      benchmark::DoNotOptimize(view);
+    }
+  }
 }
 
 }  // namespace kvcheck::bench

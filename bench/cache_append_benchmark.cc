@@ -69,15 +69,7 @@ void BM_AppendDecode(benchmark::State& state, const CacheStrategy* strategy, boo
     EvictCaches();
     TimeSteps(state, [&] {
       for (int64_t step = 0; step < kAppendSteps; ++step) {
-        for (size_t l = 0; l < layers.size(); ++l) {
-          if (kept_views) {
-            absl::Status status = layers[l]->AppendInto(step_k, step_v, views[l]);
-            benchmark::DoNotOptimize(status);
-          } else {
-            absl::StatusOr<CacheView> view = layers[l]->Append(step_k, step_v);
-            benchmark::DoNotOptimize(view);
-          }
-        }
+        bench::AppendStep(layers, views, step_k, step_v, kept_views);
       }
     });
   }
@@ -106,16 +98,12 @@ void BM_CopySameBytes(benchmark::State& state, const CacheStrategy* strategy, Fl
     TimeSteps(state, [&] {
       for (int64_t step = 0; step < kAppendSteps; ++step) {
         const int64_t position = bench::kAppendPrefill + step;
-        for (const CacheView& view : views) {
-          bench::FloorLayerStep(view, position, step_k.data<float>(), step_v.data<float>(),
-                                floor, [&] {
-                                  if (!with_view) return;
-                                  Tensor k = view.k, v = view.v;
-                                  benchmark::DoNotOptimize(k);
-                                  benchmark::DoNotOptimize(v);
-                                });
-        }
-        bench::FinishFloorStep(floor);
+        bench::FloorStep(views, position, step_k, step_v, floor, [&](const CacheView& view) {
+          if (!with_view) return;
+          Tensor k = view.k, v = view.v;
+          benchmark::DoNotOptimize(k);
+          benchmark::DoNotOptimize(v);
+        });
         benchmark::ClobberMemory();
       }
     });

@@ -53,22 +53,11 @@ void BM_PairedSteps(benchmark::State& state, const CacheStrategy* strategy) {
       std::shuffle(order.begin(), order.end(), shuffle);
       for (const int m : order) {
         const auto start = std::chrono::steady_clock::now();
-        if (m == kInto) {
-          for (int64_t l = 0; l < bench::kAppendLayers; ++l) {
-            absl::Status status = layers[m][l]->AppendInto(step_k, step_v, views[m][l]);
-            benchmark::DoNotOptimize(status);
-          }
-        } else if (m == kAppend) {
-          for (int64_t l = 0; l < bench::kAppendLayers; ++l) {
-            absl::StatusOr<CacheView> view = layers[m][l]->Append(step_k, step_v);
-            benchmark::DoNotOptimize(view);
-          }
+        if (m == kInto || m == kAppend) {
+          bench::AppendStep(layers[m], views[m], step_k, step_v, /*kept_views=*/m == kInto);
         } else {
-          for (const CacheView& view : views[m]) {
-            bench::FloorLayerStep(view, position, step_k.data<float>(), step_v.data<float>(),
-                                  kFloorCopies[m - 2], [] {});
-          }
-          bench::FinishFloorStep(kFloorCopies[m - 2]);
+          bench::FloorStep(views[m], position, step_k, step_v, kFloorCopies[m - 2],
+                           [](const CacheView&) {});
         }
         benchmark::ClobberMemory();
         const auto end = std::chrono::steady_clock::now();
