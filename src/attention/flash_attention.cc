@@ -12,6 +12,7 @@
 #include "hwy/targets.h"
 #include "src/attention/flash_problem.h"
 #include "src/attention/key_rules.h"
+#include "src/attention/transpose_keys.h"
 #include "src/base/poison_unused.h"
 #include "src/base/status_macros.h"
 #include "src/base/thread_pool.h"
@@ -194,9 +195,9 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
           const int64_t b = bk / shape.num_kv_heads, kv_head = bk % shape.num_kv_heads;
           float* out = kt_base + bk * per_head;
           // Runs of kKeys keys: each row of Kt takes a run of consecutive stores (a cache
-          // line) per run, not a store per key kt_stride floats from the last one. f32 rows
-          // with unit stride are read in place.
-          constexpr int64_t kKeys = 16;
+          // line) per run, not a store per key kt_stride floats from the last one
+          // (transpose_keys.h). f32 rows with unit stride are read in place.
+          constexpr int64_t kKeys = flash_internal::kMaxRunKeys;
           std::vector<float> widened;  // rows that cannot be read in place
           const float* rows[kKeys];
           const int64_t chunk_end = std::min(shape.kv_len, (chunk + 1) * kChunk);
@@ -217,10 +218,7 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                 rows[t] = row;
               }
             }
-            for (int64_t d = 0; d < shape.head_dim; ++d) {
-              float* column = out + d * p.kt_stride + j0;
-              for (int64_t t = 0; t < n; ++t) column[t] = rows[t][d];
-            }
+            flash_internal::TransposeKeys(rows, n, shape.head_dim, out + j0, p.kt_stride);
           }
         });
     p.k_transposed = kt_base;
