@@ -26,7 +26,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "src/attention/flash_problem.h"
@@ -39,6 +38,7 @@
 #include "src/attention/flash_decode_scores-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"
 #include "src/attention/flash_score_rules-inl.h"
+#include "src/base/static_count-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -196,20 +196,7 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
         GroupTile<decltype(rows_tag)::value>(df, p, block, r0, first, q, loop_dim, keys, values,
                                              count, prefetch, row_bytes, scores, states + r0);
       };
-      switch (rows) {
-        case 1:
-          group(std::integral_constant<int, 1>());
-          break;
-        case 2:
-          group(std::integral_constant<int, 2>());
-          break;
-        case 3:
-          group(std::integral_constant<int, 3>());
-          break;
-        default:
-          group(std::integral_constant<int, 4>());
-          break;
-      }
+      kvcheck::HWY_NAMESPACE::WithStaticCount<kMaxGroupRows>(rows, group);
       r0 += rows;
     }
     for (int r = 0; r < R; ++r) states[r].allowed += count;

@@ -42,10 +42,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 #include "hwy/highway.h"
 #include "src/attention/flash_problem.h"
+#include "src/base/static_count-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"
 #include "src/attention/flash_score_rules-inl.h"
 
@@ -365,26 +365,7 @@ inline void PrefillTiles(DF df, const FlashProblem& problem, const RowBlock& blo
                                              kt, kt_stride, values, row_begin, row_end,
                                              removed_keys, scores, row_states);
       };
-      switch (rows) {
-        case 1:
-          group(std::integral_constant<int, 1>());
-          break;
-        case 2:
-          group(std::integral_constant<int, 2>());
-          break;
-        case 3:
-          group(std::integral_constant<int, 3>());
-          break;
-        case 4:
-          group(std::integral_constant<int, 4>());
-          break;
-        case 5:
-          group(std::integral_constant<int, 5>());
-          break;
-        default:
-          group(std::integral_constant<int, 6>());
-          break;
-      }
+      kvcheck::HWY_NAMESPACE::WithStaticCount<kMaxGroupRows>(rows, group);
       r0 += rows;
     }
   }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
@@ -13,6 +12,8 @@
 #define HWY_TARGET_INCLUDE "src/model/gemv.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+// After foreach_target.h: compiled once per target with this file.
+#include "src/base/static_count-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::model {
@@ -102,7 +103,6 @@ constexpr int kGroup = 4;
 #else
 constexpr int kGroup = 2;
 #endif
-static_assert(kGroup == 2 || kGroup == 4, "GroupBlock's dispatch covers groups of 1 to 4");
 // `acc` holds kGemvMaxBatch x 6 vectors on the stack (12 KB with 16 lanes), and a block must
 // be whole vectors: true of the x86 targets this project builds (at most 16 lanes); a wider
 // target would need a heap buffer and blocks rounded to its vectors.
@@ -159,20 +159,8 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
       auto group = [&](auto rows_x) HWY_ATTR {
         SixRowsGroupBlock<decltype(rows_x)::value>(d, weight_rows, xj, cols, block, block_end, aj);
       };
-      switch (std::min<int64_t>(kGroup, m - j)) {
-        case 1:
-          group(std::integral_constant<int, 1>());
-          break;
-        case 2:
-          group(std::integral_constant<int, 2>());
-          break;
-        case 3:  // reached with groups of four only
-          group(std::integral_constant<int, 3>());
-          break;
-        default:  // 4, with groups of four
-          group(std::integral_constant<int, 4>());
-          break;
-      }
+      const int group_rows = static_cast<int>(std::min<int64_t>(kGroup, m - j));
+      kvcheck::HWY_NAMESPACE::WithStaticCount<kGroup>(group_rows, group);
     }
   }
   for (int64_t j = 0; j < m; ++j) {
