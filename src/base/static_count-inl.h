@@ -7,8 +7,9 @@
 //
 // Highway code, included once per target after hwy/foreach_target.h: the kernels' lambdas
 // carry their target's attributes, and GCC inlines them only into a function compiled for
-// the same target. A generic version left the dense decode kernel's group calls out of line
-// (4% slower on a Zen 4 core, decode over 4096 keys).
+// the same target. A generic version left the dense decode kernel's group lambdas as
+// out-of-line calls, one per tile and group; this one compiles to one function per kernel,
+// as the switches it replaced did.
 
 // Per-target include guard (Highway's convention for -inl.h files).
 #if defined(KVCHECK_SRC_BASE_STATIC_COUNT_INL_H_) == defined(HWY_TARGET_TOGGLE)
