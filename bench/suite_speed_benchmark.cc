@@ -16,6 +16,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "bench/machine_context.h"
 #include "properties/property_runner.h"
 #include "properties/suite.h"
 #include "reference/reference_attention.h"
@@ -48,6 +49,11 @@ int Main() {
   const Suite suite = DefaultSuite();
   const int cases = absl::GetFlag(FLAGS_cases);
   const int repetitions = absl::GetFlag(FLAGS_repetitions);
+  // The machine first (CPU, SIMD target, cores, one core's FMA peak), as every benchmark's
+  // output starts.
+  for (const auto& [name, value] : bench::MachineContextLines(/*read_bandwidth=*/false)) {
+    std::printf("%s: %s\n", name.c_str(), value.c_str());
+  }
   std::printf("%-40s %6s %13s %13s %13s %9s %9s\n", "property", "cases", "fork ms/case",
               "in-process", "Real oracle", "fork", "oracle");
   std::vector<const PropertySpec*> specs;
