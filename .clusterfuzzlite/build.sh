@@ -26,7 +26,7 @@ LIB_SRCS=(
   src/attention/attention_params.cc src/attention/naive_attention.cc       # //src/attention
   src/attention/flash_problem.cc src/attention/flash_attention.cc
   src/attention/flash_block_scalar.cc src/attention/flash_block_simd.cc
-  src/attention/flash_decode_simd.cc
+  src/attention/flash_decode_simd.cc src/attention/transpose_keys.cc
   src/attention/kernel_registry.cc
   src/metal/metal_attention.cc                                             # //src/metal
   src/metal/msl_cpu/simt_executor.cc src/metal/msl_cpu/msl_runtime.cc
