@@ -43,9 +43,7 @@ for ((pair = 1; pair <= pairs; ++pair)); do
   for side in "${order[@]}"; do
     bin=$a
     [[ $side == B ]] && bin=$b
-    medians "$bin" | while read -r name time unit; do
-      echo "$pair $side $name $time $unit" >>"$results"
-    done
+    medians "$bin" | sed "s/^/$pair $side /" >>"$results"
   done
 done
 [[ -s $results ]] || { echo "ab_pair: no benchmark matched $filter" >&2; exit 1; }

@@ -33,6 +33,7 @@
 // After foreach_target.h: compiled once per target with this file.
 #include "src/attention/flash_exp-inl.h"
 #include "src/attention/flash_prefill_tile-inl.h"
+#include "src/base/static_count-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -395,13 +396,12 @@ void ProcessBlockImpl(const FlashProblem& problem, const RowBlock& block, RowSta
                         scratch.scores);
     } else {
       LoadTileRows(df, problem.k, b, block.kv_head, first, count, D, loop_dim, scratch.k, keys);
-      int r0 = 0;
-      for (; r0 + 4 <= R; r0 += 4) DotRows<4>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores);
-      switch (R - r0) {
-        case 3: DotRows<3>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores); break;
-        case 2: DotRows<2>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores); break;
-        case 1: DotRows<1>(df, scratch.q.data(), loop_dim, r0, keys, count, scratch.scores); break;
-        default: break;
+      for (int r0 = 0; r0 < R; r0 += 4) {
+        auto dot_rows = [&](auto rows_tag) HWY_ATTR {
+          DotRows<decltype(rows_tag)::value>(df, scratch.q.data(), loop_dim, r0, keys, count,
+                                             scratch.scores);
+        };
+        kvcheck::HWY_NAMESPACE::WithStaticCount<4>(std::min(4, R - r0), dot_rows);
       }
     }
     if (post_process) {

@@ -44,10 +44,10 @@
 #include <limits>
 
 #include "hwy/highway.h"
-#include "src/attention/flash_problem.h"
-#include "src/base/static_count-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"
+#include "src/attention/flash_problem.h"
 #include "src/attention/flash_score_rules-inl.h"
+#include "src/base/static_count-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
