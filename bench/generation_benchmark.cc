@@ -9,8 +9,17 @@
 //   --weights_out=F  write the generated weights to F (for bench/peers/gpt2_torch.py) and exit
 //   --weights=F      load weights from F instead of generating them
 //   --print_tokens   print each run's tokens (the peer comparison reads them)
+//   --paired=false   skip the paired runs below
 //
 // Times are one run each (the first step is not excluded: prefill is part of generation).
+//
+// After each cached run, a paired run of the same generation (bench/weight_stream.h): every
+// decode step is timed beside a pass that only reads the bytes the step reads, on the same
+// threads, step and pass in alternating order; the passes read the weights where the decoder
+// keeps them or a copy in one huge-page buffer, front to back or as 8 streams, in turn. Its
+// line gives the steps' tokens/s, each kind's passes per second, the paired limit (the fastest
+// kind) and the share: what the steps lose to the fastest read of their bytes, measured in the
+// same seconds, which the best-of-passes limit above cannot separate from the VM's swings.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -27,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/machine_context.h"
 #include "bench/read_bandwidth.h"
+#include "bench/weight_stream.h"
 #include "src/cache/registry.h"
 #include "src/model/generator.h"
 
@@ -41,6 +51,8 @@ ABSL_FLAG(std::string, strategies, "none,prealloc,concat,interleaved",
           "'none' (recomputation) and cache strategies");
 ABSL_FLAG(std::string, kernel, "flash", "attention kernel");
 ABSL_FLAG(bool, print_tokens, false, "print the tokens of every run");
+ABSL_FLAG(bool, paired, true,
+          "after each cached run, time its decode steps beside passes over the weights they read");
 
 namespace kvcheck {
 namespace {
@@ -64,6 +76,64 @@ model::DecoderConfig ModelConfig(const std::string& name) {
     std::exit(2);
   }
   return c;
+}
+
+// The paired run: the generation `reference` made, again, each decode step (choose, feed)
+// timed beside one pass of `stream` on `threads` threads. Step i and its pass run in the order
+// (i / 4) % 2 picks; the pass is of kind i % 4: the weights where the decoder keeps them or
+// their one-buffer copy, read front to back or as 8 streams, so that every kind and both
+// orders meet every stretch of the run. The limit is the fastest kind's passes per second.
+// Prints one line; false when a step failed or a token differs from `reference`.
+bool PairedRun(model::Generator& generator, const std::vector<int32_t>& prompt,
+               const std::vector<int32_t>& reference, const bench::WeightStream& stream,
+               int threads) {
+  using Placement = bench::WeightStream::Placement;
+  generator.Reset();
+  absl::StatusOr<std::vector<float>> logits = generator.Feed(prompt);
+  if (!logits.ok()) {
+    std::fprintf(stderr, "%s\n", logits.status().ToString().c_str());
+    return false;
+  }
+  std::vector<int32_t> tokens;
+  double step_seconds = 0;
+  double pass_seconds[4] = {0, 0, 0, 0};
+  int64_t passes[4] = {0, 0, 0, 0};
+  const int64_t steps = static_cast<int64_t>(reference.size()) - 1;
+  for (int64_t i = 0; i < steps; ++i) {
+    const int kind = static_cast<int>(i % 4);
+    const bool interleaved = (kind & 1) != 0;
+    const Placement placement = (kind & 2) != 0 ? Placement::kOneBuffer : Placement::kInPlace;
+    const bool pass_first = (i / 4) % 2 == 0;
+    if (pass_first) pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement);
+    const Clock::time_point start = Clock::now();
+    const int32_t token = generator.Choose(*logits);
+    logits = generator.Feed({&token, 1});
+    step_seconds += Seconds(start);
+    if (!logits.ok()) {
+      std::fprintf(stderr, "%s\n", logits.status().ToString().c_str());
+      return false;
+    }
+    tokens.push_back(token);
+    if (!pass_first) pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement);
+    ++passes[kind];
+  }
+  if (steps > 0) tokens.push_back(generator.Choose(*logits));
+  const bool same = tokens == reference;
+  if (steps < 4) return same;
+  double per_second[4];
+  for (int kind = 0; kind < 4; ++kind) per_second[kind] = passes[kind] / pass_seconds[kind];
+  const double limit = *std::max_element(per_second, per_second + 4);
+  const double rate = steps / step_seconds;
+  std::printf(
+      "paired %-12s threads %d  %8.2f tokens/s over %lld decode steps; passes over the %.0f MB "
+      "they read per second, in place %.2f / %.2f, one huge-page buffer %.2f / %.2f (front to "
+      "back / 8 streams) -> paired limit %.2f tokens/s (%.1f GB/s), %.0f%%  %s\n",
+      generator.options().cache_strategy.c_str(), threads, rate, static_cast<long long>(steps),
+      stream.bytes() / 1e6, per_second[0], per_second[1], per_second[2], per_second[3], limit,
+      limit * stream.bytes() / 1e9, 100.0 * rate / limit,
+      same ? "same tokens" : "DIFFERENT TOKENS");
+  std::fflush(stdout);
+  return same;
 }
 
 int Run() {
@@ -109,6 +179,11 @@ int Run() {
   for (const auto& [name, value] : bench::MachineContextLines(/*read_bandwidth=*/false)) {
     std::printf("%s: %s\n", name.c_str(), value.c_str());
   }
+  const bench::WeightStream stream((*decoder)->weights());
+  if (stream.bytes() != static_cast<int64_t>(weight_bytes)) {
+    std::printf("note: the paired passes read %lld bytes, the limit above counts %.0f\n",
+                static_cast<long long>(stream.bytes()), weight_bytes);
+  }
   std::vector<int32_t> reference_tokens;
   bool all_equal = true;
   for (absl::string_view threads_text : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {
@@ -153,12 +228,16 @@ int Run() {
         std::printf("tokens %s\n", absl::StrJoin(out->tokens, ",").c_str());
       }
       std::fflush(stdout);
+      if (absl::GetFlag(FLAGS_paired) && registered != nullptr) {
+        all_equal = PairedRun(**generator, prompt, reference_tokens, stream, threads) && all_equal;
+      }
     }
     bandwidth = std::max(bandwidth, bench::ReadBandwidth(threads));
     const double limit = bandwidth / weight_bytes;
-    std::printf("threads %d: read bandwidth %.1f GB/s (best of %zu measurements around the "
-                "runs) -> limit %.1f tokens/s;",
-                threads, bandwidth / 1e9, rates.size() + 1, limit);
+    std::printf(
+        "threads %d: read bandwidth %.1f GB/s (best of %zu measurements around the "
+        "runs) -> limit %.1f tokens/s;",
+        threads, bandwidth / 1e9, rates.size() + 1, limit);
     for (const auto& [name, rate] : rates) {
       std::printf(" %s %.0f%%", name.c_str(), 100.0 * rate / limit);
     }

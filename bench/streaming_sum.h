@@ -16,6 +16,13 @@ namespace kvcheck::bench {
 // The tail past the last multiple of four vectors is summed too.
 float StreamingSum(const float* p, int64_t n);
 
+// The same sum read as 8 segments side by side (8 streams at once, which some machines read
+// faster than one), each segment a few dozen cache lines shorter than an eighth so that the
+// streams do not start a power of two apart (bench/read_bandwidth.cc: such spacing halved the
+// figure by DRAM bank conflicts); the rest front to back. Arrays under 64 Ki floats are read
+// front to back.
+float InterleavedStreamingSum(const float* p, int64_t n);
+
 }  // namespace kvcheck::bench
 
 #endif  // KVCHECK_BENCH_STREAMING_SUM_H_

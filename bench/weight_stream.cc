@@ -1,0 +1,94 @@
+#include "bench/weight_stream.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "bench/streaming_sum.h"
+#include "src/base/check.h"
+#include "src/base/thread_pool.h"
+
+namespace kvcheck::bench {
+
+WeightStream::WeightStream(const model::DecoderWeights& weights) {
+  auto add = [this](const std::vector<float>& array) {
+    if (array.empty()) return;
+    arrays_.emplace_back(array.data(), array.size());
+    floats_ += static_cast<int64_t>(array.size());
+  };
+  const int64_t width = weights.config.width;
+  if (static_cast<int64_t>(weights.position_embedding.size()) >= width && width > 0) {
+    arrays_.emplace_back(weights.position_embedding.data(), width);
+    floats_ += width;
+  }
+  for (const model::LayerWeights& layer : weights.layers) {
+    for (const std::vector<float>* array :
+         {&layer.attn_norm_weight, &layer.attn_norm_bias, &layer.wq, &layer.bq, &layer.wk,
+          &layer.bk, &layer.wv, &layer.bv, &layer.wo, &layer.bo, &layer.mlp_norm_weight,
+          &layer.mlp_norm_bias, &layer.w_up, &layer.b_up, &layer.w_gate, &layer.w_down,
+          &layer.b_down}) {
+      add(*array);
+    }
+  }
+  add(weights.final_norm_weight);
+  add(weights.final_norm_bias);
+  add(weights.token_embedding);
+  // The copy: advised before the first touch, so that the kernel can back it with huge pages.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t size = (static_cast<size_t>(bytes()) + kHugePage - 1) / kHugePage * kHugePage;
+  copy_.reset(static_cast<float*>(std::aligned_alloc(kHugePage, size)));
+  KV_CHECK(copy_ != nullptr);
+  (void)madvise(copy_.get(), size, MADV_HUGEPAGE);
+  float* to = copy_.get();
+  for (absl::Span<const float> array : arrays_) {
+    std::memcpy(to, array.data(), array.size() * sizeof(float));
+    to += array.size();
+  }
+}
+
+void WeightStream::FreeBuffer::operator()(float* p) const { std::free(p); }
+
+double WeightStream::TimedPass(int threads, bool interleaved, Placement placement) const {
+  if (placement == Placement::kOneBuffer) {
+    return Pass({absl::Span<const float>(copy_.get(), floats_)}, floats_, threads, interleaved);
+  }
+  return Pass(arrays_, floats_, threads, interleaved);
+}
+
+double WeightStream::Pass(const std::vector<absl::Span<const float>>& arrays, int64_t floats,
+                          int threads, bool interleaved) {
+  std::atomic<uint32_t> sink{0};
+  ThreadPool& pool = SharedThreadPool(threads);
+  const auto start = std::chrono::steady_clock::now();
+  // Shares claimed dynamically, 32 per thread: with one share per thread, a worker that woke
+  // late would leave both shares to the caller, a one-thread pass in a two-thread limit.
+  const int64_t parts = int64_t{32} * threads;
+  pool.ParallelFor(parts, [&](int64_t part) {
+    // This share: floats [begin, end) of the arrays laid end to end.
+    const int64_t begin = floats * part / parts, end = floats * (part + 1) / parts;
+    float sum = 0;
+    int64_t at = 0;  // where the current array starts in the concatenation
+    for (absl::Span<const float> array : arrays) {
+      const int64_t size = static_cast<int64_t>(array.size());
+      const int64_t from = std::max(begin, at), to = std::min(end, at + size);
+      if (from < to) {
+        sum += interleaved ? InterleavedStreamingSum(array.data() + (from - at), to - from)
+                           : StreamingSum(array.data() + (from - at), to - from);
+      }
+      at += size;
+      if (at >= end) break;
+    }
+    // The sums are used, so the reads cannot be dropped.
+    sink.fetch_add(sum == 0.5f ? 1u : 0u, std::memory_order_relaxed);
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sink.load() == 12345u ? 0 : seconds;
+}
+
+}  // namespace kvcheck::bench
