@@ -21,8 +21,9 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Dot product of one row with x into y: lane-wise over k, then across lanes, then the tail.
-// Every row's sum is computed in this order, alone or beside others (GemvSixRows), so a row's
-// bits do not depend on how the rows were grouped or split over threads.
+// Every row's sum is computed in this order, alone or beside others (GemvTwoRows, and the
+// batch form's six rows), so a row's bits do not depend on how the rows were grouped or split
+// over threads.
 HWY_INLINE float RowTimesX(const float* row, const float* x, int64_t k_end, int64_t cols,
                            float lanes_sum) {
   for (int64_t t = k_end; t < cols; ++t) lanes_sum += row[t] * x[t];
@@ -39,61 +40,52 @@ void GemvOneRow(const float* w, const float* x, int64_t r, int64_t cols, float* 
   y[r] = RowTimesX(row, x, k, cols, hn::GetLane(hn::SumOfLanes(d, acc)));
 }
 
-// Rows first + i * stride, i = 0..5, sharing each load of x. Six named accumulators, not an
-// array: GCC kept an array of Highway vectors on the stack, and every multiply-add then
-// waited on a store and a reload (the product ran at 13-16 GB/s instead of 21 in place).
-void GemvSixRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
+// Rows `first` and `first + stride`, sharing each load of x. Two named accumulators (GCC kept
+// an array of Highway vectors on the stack, and every multiply-add then waited on a store and a
+// reload).
+void GemvTwoRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
                  float* y) {
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const float* r0 = w + first * cols;
   const float* r1 = r0 + stride * cols;
-  const float* r2 = r1 + stride * cols;
-  const float* r3 = r2 + stride * cols;
-  const float* r4 = r3 + stride * cols;
-  const float* r5 = r4 + stride * cols;
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d);
-  auto a3 = hn::Zero(d), a4 = hn::Zero(d), a5 = hn::Zero(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
   int64_t k = 0;
   for (; k + N <= cols; k += N) {
     const auto xv = hn::LoadU(d, x + k);
     a0 = hn::MulAdd(hn::LoadU(d, r0 + k), xv, a0);
     a1 = hn::MulAdd(hn::LoadU(d, r1 + k), xv, a1);
-    a2 = hn::MulAdd(hn::LoadU(d, r2 + k), xv, a2);
-    a3 = hn::MulAdd(hn::LoadU(d, r3 + k), xv, a3);
-    a4 = hn::MulAdd(hn::LoadU(d, r4 + k), xv, a4);
-    a5 = hn::MulAdd(hn::LoadU(d, r5 + k), xv, a5);
   }
   y[first] = RowTimesX(r0, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a0)));
   y[first + stride] = RowTimesX(r1, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
-  y[first + 2 * stride] = RowTimesX(r2, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a2)));
-  y[first + 3 * stride] = RowTimesX(r3, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a3)));
-  y[first + 4 * stride] = RowTimesX(r4, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a4)));
-  y[first + 5 * stride] = RowTimesX(r5, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a5)));
 }
 
-// Rows [begin, end) as six long streams: the range is cut in six parts and one row of each
-// is computed at a time, so the core reads six far-apart regions front to back. The product
-// is memory bound, and how it walks memory decides its speed: on a 50257 x 768 matrix, one
-// core of the 2-core AMD EPYC development VM read 12-15 GB/s with four adjacent rows at a
-// time (the hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight
-// adjacent rows, 17-23 with six far-apart rows, against 24-26 GB/s for a plain sum of the
-// same bytes as eight long streams (side by side in one microbenchmark, best of 15).
+// Rows [begin, end) as two long streams: the range is cut in halves and one row of each is
+// computed at a time, so the core reads two far-apart regions front to back. The product is
+// memory bound, and how it walks memory decides its speed. On a 50257 x 768 matrix, one core
+// of the 2-core AMD EPYC Zen 3 VM read 12-15 GB/s with four adjacent rows at a time (the
+// hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight adjacent
+// rows, 17-23 with six far-apart rows, against 24-26 GB/s for a plain sum of the same bytes.
+// On the Zen 4 VM, the decode step's 73 products (exp. beside passes over the same weights,
+// one thread, 4 runs of 120 alternating rounds): two far-apart rows 24.9-25.3 GB/s, three
+// 23.5-24.6, four 21.1-24.2, six 19.8-24.0 (the Highway six-row kernel this replaced
+// 20.8-25.1), one row with one accumulator 21.0-22.4, a front-to-back sum of the same bytes
+// 23.5-26.8.
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y) {
-  const int64_t part = (end - begin) / 6;
-  for (int64_t i = 0; i < part; ++i) GemvSixRows(w, x, begin + i, part, cols, y);
-  for (int64_t r = begin + 6 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
+  const int64_t part = (end - begin) / 2;
+  for (int64_t i = 0; i < part; ++i) GemvTwoRows(w, x, begin + i, part, cols, y);
+  for (int64_t r = begin + 2 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
 // The batch form (GemvBatch): m rows of x against the weights, which are read from memory
-// once for all of them. Six far-apart weight rows (as in GemvSixRows) meet a group of kGroup
-// x rows at a time, 6 x kGroup accumulators in registers: each weight vector loaded serves
+// once for all of them. Six far-apart weight rows (the one-row product reads two) meet a group of
+// kGroup x rows at a time, 6 x kGroup accumulators in registers: each weight vector loaded serves
 // the group's rows. More x rows than a group: each weight row's k range is taken in blocks of
 // kBatchBlock floats, and the block (six rows of it, 12 KB) is read from memory for the first
 // group and from the first-level cache for the others. Each (weight row, x row) pair keeps
 // one accumulator vector across blocks (in `acc`, reloaded per block), so that every pair's
-// lanes sum k in the order GemvSixRows and GemvOneRow use: a row's bits are Gemv's of that x
+// lanes sum k in the order GemvTwoRows and GemvOneRow use: a row's bits are Gemv's of that x
 // row.
 constexpr int64_t kBatchBlock = 512;
 // x rows per group: 6 x kGroup accumulators, kGroup x vectors and one weight vector within
@@ -206,7 +198,7 @@ HWY_EXPORT(BatchLimitImpl);
 namespace {
 
 // Runs run_rows(begin, end) over [0, rows), on up to num_threads threads. Several threads
-// claim chunks of kChunkRows rows (each chunk six streams of 8 rows), not one static range
+// claim chunks of kChunkRows rows (each chunk two streams of 24 rows), not one static range
 // each: the threads' shares of the memory system differ from moment to moment, and with
 // static halves each of a decode step's 73 products ended when the slower thread did. The
 // step's products on the 2-core Intel Xeon (AVX-512) VM, two threads, alternating runs

@@ -1,8 +1,9 @@
 // File: gemv.h
 // Matrix-vector product for decode steps: y[n] = sum_k w[n * cols + k] x[k], w row-major
-// [rows, cols]. Memory bound: every weight is read once per call, so the kernel reads six
-// far-apart rows at a time, each a long front-to-back stream, with FMA accumulators (Highway,
-// dynamic dispatch), and splits the rows over threads. GemvScalar is the plain path beside it.
+// [rows, cols]. Memory bound: every weight is read once per call, so the kernel reads two
+// far-apart rows at a time (the halves of its range), each a long front-to-back stream, with FMA
+// accumulators (Highway, dynamic dispatch), and splits the rows over threads. GemvScalar is the
+// plain path beside it.
 //
 // Why not OpenBLAS sgemv: Debian's OpenBLAS 0.3.21 does not recognise every current CPU; on
 // one development VM it fell back to its SSE3 ("PRESCOTT") kernels, 14 tokens/s for the 124M
@@ -34,7 +35,7 @@ int64_t GemvBatchLimit();
 
 // Asks Linux to back the 2 MiB-aligned interior of [data, data + count) with transparent huge
 // pages now (madvise MADV_HUGEPAGE, then MADV_COLLAPSE, Linux 6.1+), for matrices that Gemv
-// streams every decode step: with 4 KiB pages the six streams cross a page, and miss the TLB,
+// streams every decode step: with 4 KiB pages the streams cross a page, and miss the TLB,
 // every 4 KiB. Advice only: the contents never change, and where the kernel declines (THP
 // "never", an older kernel, a region under 2 MiB) the pages stay as they were. Costs about
 // 0.3 s per GB, once.
