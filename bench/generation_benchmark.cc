@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -179,10 +180,14 @@ int Run() {
   for (const auto& [name, value] : bench::MachineContextLines(/*read_bandwidth=*/false)) {
     std::printf("%s: %s\n", name.c_str(), value.c_str());
   }
-  const bench::WeightStream stream((*decoder)->weights());
-  if (stream.bytes() != static_cast<int64_t>(weight_bytes)) {
-    std::printf("note: the paired passes read %lld bytes, the limit above counts %.0f\n",
-                static_cast<long long>(stream.bytes()), weight_bytes);
+  // Made only for the paired runs: it copies the weights once more (bench/weight_stream.h).
+  std::optional<bench::WeightStream> stream;
+  if (absl::GetFlag(FLAGS_paired)) {
+    stream.emplace((*decoder)->weights());
+    if (stream->bytes() != static_cast<int64_t>(weight_bytes)) {
+      std::printf("note: the paired passes read %lld bytes, the limit above counts %.0f\n",
+                  static_cast<long long>(stream->bytes()), weight_bytes);
+    }
   }
   std::vector<int32_t> reference_tokens;
   bool all_equal = true;
@@ -228,8 +233,8 @@ int Run() {
         std::printf("tokens %s\n", absl::StrJoin(out->tokens, ",").c_str());
       }
       std::fflush(stdout);
-      if (absl::GetFlag(FLAGS_paired) && registered != nullptr) {
-        all_equal = PairedRun(**generator, prompt, reference_tokens, stream, threads) && all_equal;
+      if (stream.has_value() && registered != nullptr) {
+        all_equal = PairedRun(**generator, prompt, reference_tokens, *stream, threads) && all_equal;
       }
     }
     bandwidth = std::max(bandwidth, bench::ReadBandwidth(threads));
