@@ -58,9 +58,9 @@ void ReportAttention(benchmark::State& state, int64_t q_len, int64_t kv_len, boo
   const double flops = 4.0 * kHeadDim * kHeads * AllowedPairs(q_len, kv_len, causal);
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
-  state.counters["KV_GB/s"] = benchmark::Counter(
-      static_cast<double>(kv_bytes_per_call) * state.iterations() / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["KV_GB/s"] =
+      benchmark::Counter(static_cast<double>(kv_bytes_per_call) * state.iterations() / 1e9,
+                         benchmark::Counter::kIsRate);
 }
 
 enum Kernel { kFlash = 0, kNaiveRepeat = 1, kNaiveGrouped = 2 };
@@ -131,8 +131,8 @@ void BM_StreamingRead(benchmark::State& state) {
   int64_t bytes = 0;
   for (const auto& [k, v] : layers) bytes += (k.num_elements() + v.num_elements()) * 4;
   for (auto _ : state) benchmark::DoNotOptimize(SumAll(layers));
-  state.counters["KV_GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["KV_GB/s"] = benchmark::Counter(
+      static_cast<double>(bytes) * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_StreamingRead)->Arg(1)->Arg(kLayers)->ArgName("layers")->Unit(benchmark::kMillisecond);
 
@@ -211,11 +211,11 @@ void BM_AppendAttendDecode(benchmark::State& state) {
   for (int64_t step = 0; step < kSteps; ++step) {
     kv_bytes += kLayers * 2 * kKvHeads * (kPrefill + step + 1) * kHeadDim * 4;
   }
-  state.counters["step_time"] = benchmark::Counter(
-      static_cast<double>(kSteps) * state.iterations(),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["KV_GB/s"] = benchmark::Counter(static_cast<double>(kv_bytes) * state.iterations() / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["step_time"] =
+      benchmark::Counter(static_cast<double>(kSteps) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["KV_GB/s"] = benchmark::Counter(
+      static_cast<double>(kv_bytes) * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(strategy.name) + " " + kKernelNames[kernel]);
 }
 
@@ -346,8 +346,10 @@ bool TakeSimdTargetFlag(int& argc, char** argv) {
     if (!kvcheck::PinSimdTarget(name)) {
       std::string known;
       for (const std::string& target : kvcheck::SupportedSimdTargets()) known += " " + target;
-      std::fprintf(stderr, "attention_benchmark: --simd_target=%s: not a target of this build "
-                   "that this CPU runs (these are:%s)\n", name.c_str(), known.c_str());
+      std::fprintf(stderr,
+                   "attention_benchmark: --simd_target=%s: not a target of this build "
+                   "that this CPU runs (these are:%s)\n",
+                   name.c_str(), known.c_str());
       ok = false;
     }
   }

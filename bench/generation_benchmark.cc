@@ -105,7 +105,7 @@ bool PairedRun(model::Generator& generator, const std::vector<int32_t>& prompt,
     const bool interleaved = (kind & 1) != 0;
     const Placement placement = (kind & 2) != 0 ? Placement::kOneBuffer : Placement::kInPlace;
     const bool pass_first = (i / 4) % 2 == 0;
-    if (pass_first) pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement);
+    if (pass_first) pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement).seconds;
     const Clock::time_point start = Clock::now();
     const int32_t token = generator.Choose(*logits);
     logits = generator.Feed({&token, 1});
@@ -115,7 +115,8 @@ bool PairedRun(model::Generator& generator, const std::vector<int32_t>& prompt,
       return false;
     }
     tokens.push_back(token);
-    if (!pass_first) pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement);
+    if (!pass_first)
+      pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement).seconds;
     ++passes[kind];
   }
   if (steps > 0) tokens.push_back(generator.Choose(*logits));
@@ -165,10 +166,12 @@ int Run() {
     prompt.push_back(token);
   }
   const int64_t new_tokens = absl::GetFlag(FLAGS_new_tokens);
-  // Bytes of weights read per generated token: every matrix once, plus one position row.
-  const double weight_bytes =
-      4.0 * static_cast<double>(config.num_parameters() - config.context_length * config.width +
-                                config.width);
+  // Bytes of weights read per generated token: every matrix once, and of gpt2's position
+  // table one row.
+  const int64_t position_floats = config.kind == model::DecoderKind::kGpt2
+                                      ? config.context_length * config.width - config.width
+                                      : 0;
+  const double weight_bytes = 4.0 * static_cast<double>(config.num_parameters() - position_floats);
   std::printf(
       "model %s (%.1fM parameters, %.0f MB of weights read per token), prompt [%s], %lld "
       "new tokens, kernel %s\n",

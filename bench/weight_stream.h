@@ -35,20 +35,23 @@ class WeightStream {
 
   enum class Placement { kInPlace, kOneBuffer };
 
+  struct PassResult {
+    double seconds = 0;  // the pass alone
+    double sum = 0;      // of every float read (what keeps the reads from being dropped)
+  };
   // One pass over the arrays on `threads` threads of the shared pool the decoder uses
   // (src/base/thread_pool.h), which claim 32 x `threads` equal shares of the arrays laid end
   // to end, reading each array front to back or, when `interleaved`, as 8 streams side by
-  // side (bench/streaming_sum.h). Returns the seconds the pass took.
+  // side (bench/streaming_sum.h); kOneBuffer reads the copy instead, as one array.
   // REQUIRES: 1 <= threads <= 256.
-  // kOneBuffer reads the copy instead, as one array.
-  double TimedPass(int threads, bool interleaved, Placement placement) const;
+  PassResult TimedPass(int threads, bool interleaved, Placement placement) const;
 
  private:
   struct FreeBuffer {
     void operator()(float* p) const;
   };
-  static double Pass(const std::vector<absl::Span<const float>>& arrays, int64_t floats,
-                     int threads, bool interleaved);
+  static PassResult Pass(const std::vector<absl::Span<const float>>& arrays, int64_t floats,
+                         int threads, bool interleaved);
 
   std::vector<absl::Span<const float>> arrays_;
   int64_t floats_ = 0;

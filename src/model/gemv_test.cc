@@ -1,6 +1,6 @@
 // Gemv (Highway) and GemvScalar against a double-precision dot product, within the standard
 // dot-product bound |computed - exact| <= gamma_(n+1) * sum_k |w_k x_k| (u = 2^-24; any
-// summation order), on shapes around vector widths and the six row streams, with
+// summation order), on shapes around vector widths and the two row streams, with
 // 1..3 threads; the same bits for a row whatever the thread count; and GemvBatch's rows the
 // same bits as Gemv's.
 #include "src/model/gemv.h"
