@@ -15,6 +15,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -170,6 +171,54 @@ BENCHMARK(BM_DecodeLayers)
     ->ArgNames({"kernel", "layers", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The flash decode of BM_DecodeLayers (one thread) and the streaming read of BM_StreamingRead
+// over the same layers, paired: each iteration times one decode over every layer and one
+// streaming pass over the same K/V bytes, in alternating order, so that both meet the same
+// seconds of this VM's memory bandwidth, which moves by tens of percent from minute to minute
+// (separate benchmarks of the two measured the cold ratio anywhere from 69% to 102%). The
+// reported time is the decode's; floor_share is the pass's total time over the decode's, the
+// fraction of the streaming read the decode reaches. Args: layers (1 hot, 30 cold).
+void BM_DecodePairedLayers(benchmark::State& state) {
+  const auto layers = Layers(state.range(0), 4096);
+  const Tensor q = Random({1, kHeads, 1, kHeadDim}, 5);
+  const AttentionParams params;
+  int64_t bytes = 0;
+  for (const auto& [k, v] : layers) bytes += (k.num_elements() + v.num_elements()) * 4;
+  using Clock = std::chrono::steady_clock;
+  double decode_seconds = 0, stream_seconds = 0;
+  int64_t iteration = 0;
+  for (auto _ : state) {
+    const bool stream_first = iteration++ % 2 == 0;
+    auto stream = [&] {
+      const Clock::time_point start = Clock::now();
+      benchmark::DoNotOptimize(SumAll(layers));
+      stream_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    if (stream_first) stream();
+    const Clock::time_point start = Clock::now();
+    for (const auto& [k, v] : layers) {
+      absl::StatusOr<Tensor> out = RunKernel(kFlash, q, k, v, params, 1);
+      benchmark::DoNotOptimize(out);
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    decode_seconds += seconds;
+    state.SetIterationTime(seconds);
+    if (!stream_first) stream();
+  }
+  state.counters["KV_GB/s"] =
+      static_cast<double>(bytes) * static_cast<double>(state.iterations()) / decode_seconds / 1e9;
+  state.counters["stream_GB/s"] =
+      static_cast<double>(bytes) * static_cast<double>(state.iterations()) / stream_seconds / 1e9;
+  state.counters["floor_share"] = stream_seconds / decode_seconds;
+  state.SetLabel(kKernelNames[kFlash]);
+}
+BENCHMARK(BM_DecodePairedLayers)
+    ->Arg(1)
+    ->Arg(kLayers)
+    ->ArgName("layers")
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
 
 // The seed's "append + attention" decode loop: 30 layers, prefill 128, then 200 decode steps;
 // every step appends one token to each layer's cache and attends over what it returns (the

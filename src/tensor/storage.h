@@ -22,7 +22,12 @@ namespace kvcheck {
 
 class Storage {
  public:
-  // A zeroed buffer of `num_elements` elements of `dtype`.
+  static constexpr int64_t kHugePageBytes = int64_t{2} << 20;
+
+  // A zeroed buffer of `num_elements` elements of `dtype`, aligned to 64 bytes; a buffer of
+  // kHugePageBytes or more is aligned to kHugePageBytes, and its whole huge pages are offered
+  // to Linux's transparent huge pages before the first touch (madvise MADV_HUGEPAGE; advice
+  // only, ignored where THP is off): a cache's K and V are streamed by every decode step.
   // Errors: kInvalidArgument if num_elements < 0 or its byte size overflows int64_t;
   // kResourceExhausted if it exceeds MaxStorageBytes() or the allocation fails.
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(DType dtype, int64_t num_elements);
@@ -69,8 +74,8 @@ class Storage {
   }
 
  private:
-  static absl::StatusOr<std::shared_ptr<Storage>> AllocateBytes(DType dtype,
-                                                                int64_t num_elements, bool zero);
+  static absl::StatusOr<std::shared_ptr<Storage>> AllocateBytes(DType dtype, int64_t num_elements,
+                                                                bool zero);
   struct FreeDeleter {
     FreeDeleter() noexcept : owned(true) {}
     explicit FreeDeleter(bool owns) noexcept : owned(owns) {}

@@ -1,8 +1,9 @@
 #include "src/tensor/tensor.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "src/base/poison_unused.h"
 #include "src/tensor/copy_ops.h"
+#include "src/tensor/storage.h"
 #include "src/tensor/view_ops.h"
 #include "testing/status_matchers.h"
 
@@ -57,6 +59,25 @@ TEST(Tensor, ZerosRejectsHostileSizes) {
   ASSERT_OK(Tensor::Zeros(DType::kBF16, {0, 5}));
 }
 
+// Storage starts every buffer on a 64-byte boundary and one of a huge page or more on a huge
+// page (so that its whole huge pages can be backed by 2 MiB pages), zeroed all the way to its
+// last byte, in both cases and around the boundary between them.
+TEST(Tensor, StorageAlignsLargeBuffersToHugePagesAndZeroesThem) {
+  constexpr int64_t kHuge = Storage::kHugePageBytes;
+  for (int64_t bytes : {int64_t{4}, kHuge - 4, kHuge, kHuge + 4, 3 * kHuge + 100}) {
+    absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(DType::kF32, bytes / 4);
+    ASSERT_OK(storage);
+    const auto address = reinterpret_cast<uintptr_t>((*storage)->bytes());
+    EXPECT_EQ(address % 64, 0u) << bytes;
+    if (bytes >= kHuge) {
+      EXPECT_EQ(address % static_cast<uintptr_t>(kHuge), 0u) << bytes;
+    }
+    const std::byte* data = (*storage)->bytes();
+    EXPECT_TRUE(std::all_of(data, data + bytes, [](std::byte b) { return b == std::byte{0}; }))
+        << bytes;
+  }
+}
+
 // The default build (the tests') poisons: every element of a new uninitialized tensor is NaN,
 // in every dtype, so an output element a kernel forgets to write cannot pass for a value.
 // (--config=opt does not poison: there only the shape is checked.)
@@ -91,10 +112,10 @@ TEST(Tensor, NarrowIsAViewAndChecksBounds) {
   EXPECT_TRUE(n->SharesStorageWith(t));
   EXPECT_THAT(n->ToFloats(), ElementsAre(1, 2, 3, 6, 7, 8));
   EXPECT_FALSE(n->is_contiguous());
-  EXPECT_THAT(Narrow(t, 1, 3, 3), StatusIs(absl::StatusCode::kOutOfRange,
-                                           HasSubstr("dimension 1 of size 5")));
-  EXPECT_THAT(Narrow(t, 2, 0, 1), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("dimension 2 out of range")));
+  EXPECT_THAT(Narrow(t, 1, 3, 3),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("dimension 1 of size 5")));
+  EXPECT_THAT(Narrow(t, 2, 0, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dimension 2 out of range")));
   EXPECT_THAT(Narrow(t, 0, -1, 1), StatusIs(absl::StatusCode::kOutOfRange));
   EXPECT_THAT(Narrow(t, 0, 0, -1), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(Narrow(t, 0, INT64_MAX, INT64_MAX), StatusIs(absl::StatusCode::kOutOfRange));
@@ -124,8 +145,8 @@ TEST(Tensor, ReshapeViewsWhenPossibleAndCopiesOtherwise) {
   Tensor merged = *Reshape(tr, {2, 12});
   EXPECT_FALSE(merged.SharesStorageWith(t));
   EXPECT_EQ(merged.ToFloats(), tr.ToFloats());
-  EXPECT_THAT(Reshape(t, {5, 5}), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("24 elements")));
+  EXPECT_THAT(Reshape(t, {5, 5}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("24 elements")));
 }
 
 // The seed's trap, with our semantics: (B, S, H, D).transpose(1, 2) is non-contiguous for
