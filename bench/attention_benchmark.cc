@@ -6,7 +6,10 @@
 //     multiply-add, q k and p v, over the unmasked keys only); decode reports GB/s of K/V read.
 //  2. Streaming-read bandwidth of the same binary over the same working sets: one layer's K/V
 //     for (1, 4096) read again and again (hot), and 30 distinct layers' K/V in turn (cold).
-//  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them.
+//  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them; and the flash
+//     decode paired with the streaming read of the same K/V, hot and cold, in alternating
+//     order per iteration (BM_DecodePairedLayers: the decode's share of the floor measured in
+//     the same seconds).
 //  4. Flash decode over one layer in each input dtype (f16/bf16 K/V read at half the bytes)
 //     and for a few query rows (Sq 4 and 8, causal: speculative decoding's short blocks).
 //  5. Decode with a logit softcap, ALiBi or an additive mask, hot and cold; prefill with each.
