@@ -174,7 +174,8 @@ template <typename Between>
 inline void FloorStep(const std::vector<CacheView>& views, int64_t position, const Tensor& k,
                       const Tensor& v, FloorCopy floor, Between between) {
   for (const CacheView& view : views) {
-    FloorLayerStep(view, position, k.data<float>(), v.data<float>(), floor, [&] { between(view); });
+    FloorLayerStep(view, position, k.data<float>(), v.data<float>(), floor,
+                   [&] { between(view); });
   }
   FinishFloorStep(floor);
 }

@@ -80,8 +80,8 @@ void BM_ProcessHost(benchmark::State& state) {
 
 void BM_ProcessPython(benchmark::State& state) {
   static auto* strategies = [] {
-    std::shared_ptr<engine::Engine> process =
-        *engine::ProcessEngine::Start("/usr/bin/python3 engines/python/numpy_caches.py", {30});
+    std::shared_ptr<engine::Engine> process = *engine::ProcessEngine::Start(
+        "/usr/bin/python3 engines/python/numpy_caches.py", {30});
     return new std::vector<CacheStrategy>(engine::EngineStrategies(process));
   }();
   DriveAppends(state, *Named(*strategies, "numpy_cat"));

@@ -15,15 +15,15 @@
 // spin in sched_yield for 0.1-0.2 s, which this loop of back-to-back calls does not show.
 //
 //   bazel run --config=opt //bench:gemv_benchmark
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include <cblas.h>
+
+#include "benchmark/benchmark.h"
 #include "bench/machine_context.h"
 #include "bench/read_bandwidth.h"
-#include "benchmark/benchmark.h"
 #include "src/model/gemv.h"
 #include "src/model/layer_ops.h"
 
@@ -72,9 +72,9 @@ void BM_DecodeStepGemv(benchmark::State& state) {
     }
   }
   floor = std::max(floor, bench::ReadBandwidth(threads));
-  state.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
-                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
   state.counters["floor_GB/s"] = floor / 1e9;
   state.counters["bytes"] = static_cast<double>(bytes);
 }
@@ -100,8 +100,8 @@ void BM_ChunkStep(benchmark::State& state) {
       if (blas) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m),
                     static_cast<int>(p.rows), static_cast<int>(p.cols), 1.0f, x.data(),
-                    static_cast<int>(p.cols), p.w.data(), static_cast<int>(p.cols), 0.0f, y.data(),
-                    static_cast<int>(p.rows));
+                    static_cast<int>(p.cols), p.w.data(), static_cast<int>(p.cols), 0.0f,
+                    y.data(), static_cast<int>(p.rows));
       } else {
         model::Linear(x.data(), m, p.cols, p.w.data(), nullptr, p.rows, y.data(),
                       model::MatmulPath::kOptimized, threads);
@@ -109,12 +109,12 @@ void BM_ChunkStep(benchmark::State& state) {
       benchmark::DoNotOptimize(y.data());
     }
   }
-  state.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
-                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(static_cast<double>(bytes / 4 * 2 * m) * state.iterations(),
-                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      static_cast<double>(bytes / 4 * 2 * m) * state.iterations(), benchmark::Counter::kIsRate,
+      benchmark::Counter::kIs1000);
   state.SetLabel(blas ? "sgemm, OpenBLAS threads" : "Linear");
 }
 BENCHMARK(BM_ChunkStep)
@@ -133,9 +133,10 @@ void BM_OneGemv(benchmark::State& state) {
     model::Gemv(w.data(), x.data(), rows, cols, y.data(), threads);
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(rows * cols * 4) * state.iterations(),
-                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(rows * cols * 4) *
+                                                  state.iterations(),
+                                              benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_OneGemv)
     ->ArgsProduct({{kWidth}, {kWidth}, {1, 2}})

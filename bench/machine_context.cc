@@ -22,8 +22,7 @@ std::vector<std::pair<std::string, std::string>> MachineContextLines(bool read_b
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
   lines.emplace_back("simd", hwy::TargetName(targets & -targets));
   lines.emplace_back("cores", std::to_string(sysconf(_SC_NPROCESSORS_ONLN)));
-  lines.emplace_back("fma_peak_1_core",
-                     absl::StrFormat("%.1f GFLOP/s (f32)", FmaPeakFlops() / 1e9));
+  lines.emplace_back("fma_peak_1_core", absl::StrFormat("%.1f GFLOP/s (f32)", FmaPeakFlops() / 1e9));
   if (read_bandwidth) {
     lines.emplace_back("read_bandwidth_1_thread",
                        absl::StrFormat("%.1f GB/s (1 GiB, streaming)", ReadBandwidth(1) / 1e9));

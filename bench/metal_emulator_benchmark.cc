@@ -49,26 +49,9 @@ void BM_MetalVector(benchmark::State& state) { Run(state, Kernel::kMetalVector);
 void BM_MetalTiled(benchmark::State& state) { Run(state, Kernel::kMetalTiled); }
 void BM_Flash(benchmark::State& state) { Run(state, Kernel::kFlash); }
 
-BENCHMARK(BM_MetalVector)
-    ->Args({1024, 1})
-    ->Args({4096, 1})
-    ->Args({320, 4})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_MetalTiled)
-    ->Args({320, 4})
-    ->Args({320, 32})
-    ->Args({1024, 128})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_Flash)
-    ->Args({1024, 1})
-    ->Args({4096, 1})
-    ->Args({320, 4})
-    ->Args({320, 32})
-    ->Args({1024, 128})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_MetalVector)->Args({1024, 1})->Args({4096, 1})->Args({320, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MetalTiled)->Args({320, 4})->Args({320, 32})->Args({1024, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Flash)->Args({1024, 1})->Args({4096, 1})->Args({320, 4})->Args({320, 32})->Args({1024, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kvcheck
