@@ -24,10 +24,11 @@ class Storage {
  public:
   static constexpr int64_t kHugePageBytes = int64_t{2} << 20;
 
-  // A zeroed buffer of `num_elements` elements of `dtype`, aligned to 64 bytes; a buffer of
-  // kHugePageBytes or more is aligned to kHugePageBytes, and its whole huge pages are offered
-  // to Linux's transparent huge pages before the first touch (madvise MADV_HUGEPAGE; advice
-  // only, ignored where THP is off): a cache's K and V are streamed by every decode step.
+  // A zeroed buffer of `num_elements` elements of `dtype`, aligned to 64 bytes. A buffer of
+  // kHugePageBytes or more lies on transparent huge pages where Linux grants them (its
+  // allocation starts on a huge page whose whole huge pages are advised, MADV_HUGEPAGE, before
+  // the first touch), its data a different number of cache lines (0 to 1023) into the first:
+  // a cache's K and V are streamed by every decode step, and written a row per head per step.
   // Errors: kInvalidArgument if num_elements < 0 or its byte size overflows int64_t;
   // kResourceExhausted if it exceeds MaxStorageBytes() or the allocation fails.
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(DType dtype, int64_t num_elements);
@@ -79,8 +80,10 @@ class Storage {
   struct FreeDeleter {
     FreeDeleter() noexcept : owned(true) {}
     explicit FreeDeleter(bool owns) noexcept : owned(owns) {}
+    FreeDeleter(bool owns, size_t color_bytes) noexcept : owned(owns), color(color_bytes) {}
     void operator()(std::byte* p) const;
-    bool owned;  // false for borrowed memory
+    bool owned;        // false for borrowed memory
+    size_t color = 0;  // bytes between the allocation's start and the data (AllocateBytes)
   };
   Storage(DType dtype, int64_t num_elements, std::unique_ptr<std::byte[], FreeDeleter> bytes)
       : dtype_(dtype), num_elements_(num_elements), bytes_(std::move(bytes)) {}

@@ -59,23 +59,30 @@ TEST(Tensor, ZerosRejectsHostileSizes) {
   ASSERT_OK(Tensor::Zeros(DType::kBF16, {0, 5}));
 }
 
-// Storage starts every buffer on a 64-byte boundary and one of a huge page or more on a huge
-// page (so that its whole huge pages can be backed by 2 MiB pages), zeroed all the way to its
-// last byte, in both cases and around the boundary between them.
-TEST(Tensor, StorageAlignsLargeBuffersToHugePagesAndZeroesThem) {
+// Storage starts every buffer on a 64-byte boundary, zeroed all the way to its last byte,
+// below and above the huge-page size; large buffers start at different offsets into their
+// huge page (a cache's buffers must not all map their slots to the same cache sets).
+TEST(Tensor, StorageAlignsAndColorsLargeBuffersAndZeroesThem) {
   constexpr int64_t kHuge = Storage::kHugePageBytes;
-  for (int64_t bytes : {int64_t{4}, kHuge - 4, kHuge, kHuge + 4, 3 * kHuge + 100}) {
+  std::vector<std::shared_ptr<Storage>> large;
+  for (int64_t bytes : {int64_t{4}, kHuge - 4, kHuge, kHuge + 4, 3 * kHuge + 100, kHuge, kHuge}) {
     absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(DType::kF32, bytes / 4);
     ASSERT_OK(storage);
     const auto address = reinterpret_cast<uintptr_t>((*storage)->bytes());
     EXPECT_EQ(address % 64, 0u) << bytes;
-    if (bytes >= kHuge) {
-      EXPECT_EQ(address % static_cast<uintptr_t>(kHuge), 0u) << bytes;
-    }
     const std::byte* data = (*storage)->bytes();
     EXPECT_TRUE(std::all_of(data, data + bytes, [](std::byte b) { return b == std::byte{0}; }))
         << bytes;
+    if (bytes >= kHuge) large.push_back(*storage);
   }
+  std::vector<uintptr_t> offsets;
+  for (const auto& storage : large) {
+    offsets.push_back(reinterpret_cast<uintptr_t>(storage->bytes()) %
+                      static_cast<uintptr_t>(kHuge));
+  }
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end())
+      << "two large buffers start at the same offset into a huge page";
 }
 
 // The default build (the tests') poisons: every element of a new uninitialized tensor is NaN,
