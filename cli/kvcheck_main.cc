@@ -90,7 +90,8 @@ ABSL_FLAG(std::string, engine, "",
 ABSL_FLAG(bool, isolate, false,
           "With a plug-in --engine: run it in its own process through kvcheck_engine_host.");
 ABSL_FLAG(double, engine_timeout, 30,
-          "Seconds one request to a process engine may take before it counts as a hang.");
+          "Seconds one request to a process engine may take before it counts as a hang (its "
+          "start-up handshake gets at least 30).");
 ABSL_FLAG(std::string, engine_restart, "crash",
           "When a process engine is restarted: crash (after a case that crashed, hung or broke "
           "the protocol) or case (before every case).");

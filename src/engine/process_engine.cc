@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -180,7 +181,8 @@ absl::Status ProcessEngine::Launch() {
   broken_ = absl::OkStatus();
   KV_ASSIGN_OR_RETURN(child_, ChildProcess::Start(command_));
   KV_ASSIGN_OR_RETURN(WireMessage reply,
-                      Call({{{"op", "hello"}, {"protocol", kProtocolVersion}}, {}}, "hello"));
+                      Call({{{"op", "hello"}, {"protocol", kProtocolVersion}}, {}}, "hello",
+                           std::max(options_.timeout_seconds, kStartupSeconds)));
   if (!reply.header.contains("protocol") || reply.header["protocol"] != kProtocolVersion) {
     broken_ = absl::FailedPreconditionError(
         absl::StrCat(description(), " speaks protocol ",
@@ -221,11 +223,13 @@ absl::Status ProcessEngine::RestartIfNeeded(bool always, bool case_crashed) {
   return Launch();
 }
 
-absl::Status ProcessEngine::TransportError(const absl::Status& status, const std::string& what) {
+absl::Status ProcessEngine::TransportError(const absl::Status& status, const std::string& what,
+                                           double timeout_seconds) {
   std::string message = absl::StrCat(info_.name.empty() ? description() : info_.name, " ", what,
                                      ": ", status.message());
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
-    absl::StrAppend(&message, " (no reply within ", options_.timeout_seconds,
+    absl::StrAppend(&message, " (no reply within ",
+                    timeout_seconds < 0 ? options_.timeout_seconds : timeout_seconds,
                     " s: the engine hangs; its process group was killed)");
     child_->Kill();
   }
@@ -252,26 +256,26 @@ absl::Status ProcessEngine::TransportError(const absl::Status& status, const std
 }
 
 absl::StatusOr<WireMessage> ProcessEngine::Call(const WireMessage& request,
-                                                const std::string& what) {
+                                                const std::string& what, double timeout_seconds) {
   KV_RETURN_IF_ERROR(broken_);
-  const double timeout = options_.timeout_seconds;
+  const double timeout = timeout_seconds < 0 ? options_.timeout_seconds : timeout_seconds;
   if (absl::Status written = child_->Write(EncodeMessage(request), timeout); !written.ok()) {
-    return TransportError(written, what);
+    return TransportError(written, what, timeout);
   }
   absl::StatusOr<std::string> line = child_->ReadLine(timeout, kMaxHeaderBytes);
-  if (!line.ok()) return TransportError(line.status(), what);
+  if (!line.ok()) return TransportError(line.status(), what, timeout);
   int64_t payload_bytes = 0;
   absl::StatusOr<WireMessage> reply = DecodeHeader(*line, &payload_bytes);
-  if (!reply.ok()) return TransportError(reply.status(), what);
+  if (!reply.ok()) return TransportError(reply.status(), what, timeout);
   if (payload_bytes > kMaxPayloadBytes) {
     return TransportError(absl::InternalError(absl::StrCat("the reply declares ", payload_bytes,
                                                            " payload bytes")),
-                          what);
+                          what, timeout);
   }
   std::string payload(static_cast<size_t>(payload_bytes), '\0');
   if (absl::Status read = child_->ReadExactly(payload.data(), payload.size(), timeout);
       !read.ok()) {
-    return TransportError(read, what);
+    return TransportError(read, what, timeout);
   }
   FillPayload(*reply, payload);
   // An error reply is the engine's answer, not a transport failure: the stream stays in step.

@@ -33,8 +33,13 @@ namespace kvcheck::engine {
 class ProcessEngine : public Engine {
  public:
   struct Options {
-    double timeout_seconds = 30;  // per call
+    double timeout_seconds = 30;  // per call (the handshake: at least kStartupSeconds)
   };
+  // The least time the handshake gets, however short the per-call timeout: an interpreter
+  // that imports numpy before it can answer took over 2 s on a loaded 2-core CI machine
+  // (--engine_timeout=2 in the broken-engine tests, which need a short timeout for their
+  // hangs, failed there at "hello").
+  static constexpr double kStartupSeconds = 30;
   // Errors: those of ChildProcess::Start; the handshake's (kUnavailable, kDeadlineExceeded,
   // kInternal for a malformed hello, kFailedPrecondition for another protocol version).
   static absl::StatusOr<std::unique_ptr<ProcessEngine>> Start(const std::string& command,
@@ -75,8 +80,10 @@ class ProcessEngine : public Engine {
   ProcessEngine(std::string command, Options options)
       : command_(std::move(command)), options_(options) {}
   absl::Status Launch();
-  // One request and its reply (the reply's "ok" checked). `what` names the operation.
-  absl::StatusOr<WireMessage> Call(const WireMessage& request, const std::string& what);
+  // One request and its reply (the reply's "ok" checked) within `timeout_seconds` (the
+  // per-call timeout when negative). `what` names the operation.
+  absl::StatusOr<WireMessage> Call(const WireMessage& request, const std::string& what,
+                                   double timeout_seconds = -1);
   // A call whose reply names a new object by an integer id in `field` (create, fork,
   // stepper_create, model_create); a missing or mistyped id is a transport error.
   absl::StatusOr<uint64_t> CallForId(const WireMessage& request, const char* field,
@@ -85,7 +92,9 @@ class ProcessEngine : public Engine {
   absl::StatusOr<CacheView> ViewFrom(const WireMessage& reply, const KvShape& shape,
                                      const std::string& what);
   // A transport failure, completed with how the engine ended and its stderr.
-  absl::Status TransportError(const absl::Status& status, const std::string& what);
+  // `timeout_seconds`: the deadline the call had (the per-call timeout when negative).
+  absl::Status TransportError(const absl::Status& status, const std::string& what,
+                              double timeout_seconds = -1);
 
   std::string command_;
   Options options_;
