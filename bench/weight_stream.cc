@@ -1,11 +1,8 @@
 #include "bench/weight_stream.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -38,25 +35,23 @@ WeightStream::WeightStream(const model::DecoderWeights& weights) {
   add(weights.final_norm_weight);
   add(weights.final_norm_bias);
   add(weights.token_embedding);
-  // The copy: advised before the first touch, so that the kernel can back it with huge pages.
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t size = (static_cast<size_t>(bytes()) + kHugePage - 1) / kHugePage * kHugePage;
-  copy_.reset(static_cast<float*>(std::aligned_alloc(kHugePage, size)));
-  KV_CHECK(copy_ != nullptr);
-  (void)madvise(copy_.get(), size, MADV_HUGEPAGE);
-  float* to = copy_.get();
+  // The copy, written once (Storage advises its huge pages before this first touch).
+  absl::StatusOr<std::shared_ptr<Storage>> copy =
+      Storage::AllocateUninitialized(DType::kF32, floats_);
+  KV_CHECK(copy.ok());
+  copy_ = *std::move(copy);
+  float* to = copy_->data<float>();
   for (absl::Span<const float> array : arrays_) {
     std::memcpy(to, array.data(), array.size() * sizeof(float));
     to += array.size();
   }
 }
 
-void WeightStream::FreeBuffer::operator()(float* p) const { std::free(p); }
-
 WeightStream::PassResult WeightStream::TimedPass(int threads, bool interleaved,
                                                  Placement placement) const {
   if (placement == Placement::kOneBuffer) {
-    return Pass({absl::Span<const float>(copy_.get(), floats_)}, floats_, threads, interleaved);
+    return Pass({absl::Span<const float>(copy_->data<float>(), floats_)}, floats_, threads,
+                interleaved);
   }
   return Pass(arrays_, floats_, threads, interleaved);
 }
