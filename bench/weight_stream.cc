@@ -13,7 +13,7 @@
 namespace kvcheck::bench {
 
 WeightStream::WeightStream(const model::DecoderWeights& weights) {
-  auto add = [this](const std::vector<float>& array) {
+  auto add = [this](const model::WeightArray& array) {
     if (array.empty()) return;
     arrays_.emplace_back(array.data(), array.size());
     floats_ += static_cast<int64_t>(array.size());
@@ -24,7 +24,7 @@ WeightStream::WeightStream(const model::DecoderWeights& weights) {
     floats_ += width;
   }
   for (const model::LayerWeights& layer : weights.layers) {
-    for (const std::vector<float>* array :
+    for (const model::WeightArray* array :
          {&layer.attn_norm_weight, &layer.attn_norm_bias, &layer.wq, &layer.bq, &layer.wk,
           &layer.bk, &layer.wv, &layer.bv, &layer.wo, &layer.bo, &layer.mlp_norm_weight,
           &layer.mlp_norm_bias, &layer.w_up, &layer.b_up, &layer.w_gate, &layer.w_down,

@@ -38,7 +38,7 @@ TEST(WeightStreamTest, ReadsEveryWeightOnceAndOnePositionRow) {
     // the sums stay exact below 2^24 in any order and a float read twice or missed shows.
     int64_t exact = 0, floats = 0, index = 0;
     model::ForEachWeight(*weights, [&](const std::string& name, const std::vector<int64_t>&,
-                                       std::vector<float>& data) {
+                                       model::WeightArray& data) {
       const int64_t base = 1 + index++ % 5;
       for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(base + i % 3);
       const int64_t count =

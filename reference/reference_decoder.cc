@@ -15,8 +15,8 @@ using model::LayerWeights;
 using Matrix = std::vector<Real>;  // row-major
 
 // y[r, n] = sum_k x[r, k] w[n, k] + b[n].
-Matrix Linear(const Matrix& x, int64_t rows, int64_t in, const std::vector<float>& w,
-              const std::vector<float>* b, int64_t out) {
+Matrix Linear(const Matrix& x, int64_t rows, int64_t in, const model::WeightArray& w,
+              const model::WeightArray* b, int64_t out) {
   Matrix y(rows * out);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t n = 0; n < out; ++n) {
@@ -28,8 +28,8 @@ Matrix Linear(const Matrix& x, int64_t rows, int64_t in, const std::vector<float
   return y;
 }
 
-Matrix Norm(const DecoderConfig& c, const Matrix& x, int64_t rows, const std::vector<float>& weight,
-            const std::vector<float>& bias) {
+Matrix Norm(const DecoderConfig& c, const Matrix& x, int64_t rows, const model::WeightArray& weight,
+            const model::WeightArray& bias) {
   const int64_t W = c.width;
   Matrix y(rows * W);
   for (int64_t r = 0; r < rows; ++r) {

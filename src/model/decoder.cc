@@ -22,7 +22,7 @@ absl::StatusOr<Tensor> HeadsView(const float* data, int64_t S, int64_t heads, in
 
 // The decoder's normalisation of `rows` rows: LayerNorm with bias (gpt2) or RMSNorm (llama).
 void Normalize(const DecoderConfig& c, const float* x, int64_t rows,
-               const std::vector<float>& weight, const std::vector<float>& bias, float* y) {
+               const WeightArray& weight, const WeightArray& bias, float* y) {
   if (c.kind == DecoderKind::kGpt2) {
     LayerNorm(x, rows, c.width, weight.data(), bias.data(), c.norm_eps, y);
   } else {
@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights)
   DecoderWeights& w = weights;
   absl::Status status;
   ForEachWeight(
-      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, WeightArray& data) {
         const int64_t expected = WeightElements(shape);
         if (status.ok() && static_cast<int64_t>(data.size()) != expected) {
           status = absl::InvalidArgumentError(absl::StrCat(
@@ -46,10 +46,16 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights)
       });
   KV_RETURN_IF_ERROR(status);
   // Every matrix is streamed once per decode step: huge pages spare the TLB misses (one per
-  // 4 KiB per stream otherwise). In a microbenchmark of the 124M model's matrices on one core
-  // of the 2-core AMD EPYC VM, the GEMV read 23.7 -> 25.9 GB/s (median of 25 passes), a sum
-  // of the same bytes as 8 streams 23.9 -> 26.3.
-  ForEachWeight(w, [](const std::string&, const std::vector<int64_t>&, std::vector<float>& data) {
+  // 4 KiB per stream otherwise) and let the hardware prefetcher run past 4 KiB boundaries.
+  // WeightArray's allocator already placed every array of 2 MiB or more on huge pages advised
+  // before the first touch (decoder_weights.h); AdviseHugePages collapses what the kernel
+  // could not back with a huge page at that touch. Measured: AdviseHugePages alone, which
+  // can only cover a 2 MiB-aligned interior (about 330 of the 495 MB: a 768 x 768 matrix, 2.25
+  // MiB, rarely has one), took the GEMV 23.7 -> 25.9 GB/s in a microbenchmark of the 124M
+  // model's matrices on one core of the 2-core AMD EPYC VM (median of 25 passes). With the
+  // allocator (all 495 MB), generation_benchmark's paired runs (2-core Zen 4 VM, 2026-12-03):
+  // see README, "weights on huge pages".
+  ForEachWeight(w, [](const std::string&, const std::vector<int64_t>&, WeightArray& data) {
     AdviseHugePages(data.data(), static_cast<int64_t>(data.size()));
   });
   return std::unique_ptr<Decoder>(new Decoder(std::move(weights)));
@@ -123,7 +129,7 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
   const bool gpt2 = c.kind == DecoderKind::kGpt2;
   const int64_t W = c.width, H = c.num_heads, KH = c.num_kv_heads, D = c.head_dim(),
                 F = c.mlp_hidden;
-  auto bias = [gpt2](const std::vector<float>& b) { return gpt2 ? b.data() : nullptr; };
+  auto bias = [gpt2](const WeightArray& b) { return gpt2 ? b.data() : nullptr; };
 
   // Attention block: h = norm(x); q, k, v projections; RoPE (llama); cache; attention.
   std::vector<float> h(S * W);

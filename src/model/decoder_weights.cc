@@ -82,7 +82,7 @@ int64_t WeightElements(const std::vector<int64_t>& shape) {
 
 void ForEachWeight(DecoderWeights& w,
                    const std::function<void(const std::string&, const std::vector<int64_t>&,
-                                            std::vector<float>&)>& fn) {
+                                            WeightArray&)>& fn) {
   const DecoderConfig& c = w.config;
   const bool gpt2 = c.kind == DecoderKind::kGpt2;
   const int64_t W = c.width, D = c.head_dim(), H = c.num_heads, KH = c.num_kv_heads,
@@ -124,7 +124,7 @@ absl::StatusOr<DecoderWeights> RandomWeights(const DecoderConfig& config, uint64
   UniformStream stream(seed);
   const float matrix_scale = 0.02f * std::sqrt(3.0f);  // uniform with std 0.02
   ForEachWeight(
-      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, WeightArray& data) {
         data.resize(WeightElements(shape));
         const bool norm_weight = name.find("norm.weight") != std::string::npos;
         const bool vector = shape.size() == 1;
@@ -147,10 +147,10 @@ absl::Status SaveWeights(const DecoderWeights& weights, const std::string& path)
   DecoderWeights& w = const_cast<DecoderWeights&>(weights);  // ForEachWeight only reads here
   uint32_t count = 0;
   ForEachWeight(
-      w, [&](const std::string&, const std::vector<int64_t>&, std::vector<float>&) { ++count; });
+      w, [&](const std::string&, const std::vector<int64_t>&, WeightArray&) { ++count; });
   put_u32(count);
   ForEachWeight(
-      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, WeightArray& data) {
         put_u32(static_cast<uint32_t>(name.size()));
         out.write(name.data(), static_cast<std::streamsize>(name.size()));
         put_u32(static_cast<uint32_t>(shape.size()));
@@ -185,7 +185,7 @@ absl::StatusOr<DecoderWeights> LoadWeights(const std::string& path) {
   absl::Status status;
   uint32_t seen = 0;
   ForEachWeight(
-      w, [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& data) {
+      w, [&](const std::string& name, const std::vector<int64_t>& shape, WeightArray& data) {
         if (!status.ok()) return;
         ++seen;
         uint32_t name_size = 0, rank = 0;

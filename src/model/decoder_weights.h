@@ -20,27 +20,33 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "src/base/large_buffer.h"
 #include "src/model/decoder_config.h"
 
 namespace kvcheck::model {
 
+// One weight tensor's values. Large ones lie on transparent huge pages
+// (src/base/large_buffer.h): a decode step streams every matrix once, and most of GPT-2's
+// (768 x 768, 2.25 MiB) would otherwise lie almost entirely on 4 KiB pages (decoder.cc).
+using WeightArray = std::vector<float, LargeAwareAllocator<float>>;
+
 struct LayerWeights {
-  std::vector<float> attn_norm_weight, attn_norm_bias;  // [W]; bias: gpt2 only
-  std::vector<float> wq, wk, wv;                        // [H*D, W], [KH*D, W], [KH*D, W]
-  std::vector<float> bq, bk, bv;                        // gpt2 only
-  std::vector<float> wo, bo;                            // [W, H*D], [W] (bias gpt2 only)
-  std::vector<float> mlp_norm_weight, mlp_norm_bias;    // [W]; bias: gpt2 only
-  std::vector<float> w_up, b_up;                        // [F, W]: gpt2 fc (with bias), llama up
-  std::vector<float> w_gate;                            // [F, W]: llama only
-  std::vector<float> w_down, b_down;                    // [W, F]: gpt2 proj (with bias), llama down
+  WeightArray attn_norm_weight, attn_norm_bias;  // [W]; bias: gpt2 only
+  WeightArray wq, wk, wv;                        // [H*D, W], [KH*D, W], [KH*D, W]
+  WeightArray bq, bk, bv;                        // gpt2 only
+  WeightArray wo, bo;                            // [W, H*D], [W] (bias gpt2 only)
+  WeightArray mlp_norm_weight, mlp_norm_bias;    // [W]; bias: gpt2 only
+  WeightArray w_up, b_up;                        // [F, W]: gpt2 fc (with bias), llama up
+  WeightArray w_gate;                            // [F, W]: llama only
+  WeightArray w_down, b_down;                    // [W, F]: gpt2 proj (with bias), llama down
 };
 
 struct DecoderWeights {
   DecoderConfig config;
-  std::vector<float> token_embedding;     // [V, W]; also the output head (tied)
-  std::vector<float> position_embedding;  // [C, W]: gpt2 only
+  WeightArray token_embedding;     // [V, W]; also the output head (tied)
+  WeightArray position_embedding;  // [C, W]: gpt2 only
   std::vector<LayerWeights> layers;
-  std::vector<float> final_norm_weight, final_norm_bias;  // [W]; bias: gpt2 only
+  WeightArray final_norm_weight, final_norm_bias;  // [W]; bias: gpt2 only
 };
 
 // Elements of a weight tensor of `shape` (ValidateDecoderConfig keeps every product in range).
@@ -51,7 +57,7 @@ int64_t WeightElements(const std::vector<int64_t>& shape);
 void ForEachWeight(
     DecoderWeights& weights,
     const std::function<void(const std::string& name, const std::vector<int64_t>& shape,
-                             std::vector<float>& data)>& fn);
+                             WeightArray& data)>& fn);
 
 // Untrained weights: linear layers and embeddings uniform with standard deviation 0.02 (GPT-2's
 // initialisation scale), norm weights 1 + small noise, biases small noise; reproducible from

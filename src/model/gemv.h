@@ -38,7 +38,9 @@ int64_t GemvBatchLimit();
 // streams every decode step: with 4 KiB pages the streams cross a page, and miss the TLB,
 // every 4 KiB. Advice only: the contents never change, and where the kernel declines (THP
 // "never", an older kernel, a region under 2 MiB) the pages stay as they were. Costs about
-// 0.3 s per GB, once.
+// 0.3 s per GB, once. For memory already touched; a buffer placed by AllocateLargeAware
+// (src/base/large_buffer.h) is advised before its first touch, and this only collapses the
+// pages the kernel could not make huge then.
 void AdviseHugePages(const float* data, int64_t count);
 
 }  // namespace kvcheck::model

@@ -1,20 +1,16 @@
 #include "src/tensor/storage.h"
 
-#include <sys/mman.h>
-
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "src/base/checked_math.h"
+#include "src/base/large_buffer.h"
 
 namespace kvcheck {
 namespace {
 
-constexpr int64_t kAlignment = 64;
 int64_t max_storage_bytes = int64_t{8} << 30;
 
 }  // namespace
@@ -23,22 +19,20 @@ int64_t MaxStorageBytes() { return max_storage_bytes; }
 void SetMaxStorageBytes(int64_t bytes) { max_storage_bytes = bytes; }
 
 void Storage::FreeDeleter::operator()(std::byte* p) const {
-  if (owned) std::free(p - color);
+  if (owned) FreeLargeAware(p, bytes);
 }
 
 std::shared_ptr<Storage> Storage::Borrow(DType dtype, std::byte* bytes, int64_t num_elements) {
   return std::shared_ptr<Storage>(new Storage(
-      dtype, num_elements, std::unique_ptr<std::byte[], FreeDeleter>(bytes, FreeDeleter{false})));
+      dtype, num_elements, std::unique_ptr<std::byte[], FreeDeleter>(bytes, FreeDeleter())));
 }
 
 absl::Status Storage::Detach() {
   if (!borrowed()) return absl::OkStatus();
   const size_t size = static_cast<size_t>(num_bytes());
-  // Aligned like Allocate's buffers (SIMD loads of the copy).
-  const size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  // Placed like Allocate's buffers (aligned for SIMD loads; huge pages when large).
   std::unique_ptr<std::byte[], FreeDeleter> copy(
-      static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded > 0 ? rounded : kAlignment)),
-      FreeDeleter{true});
+      static_cast<std::byte*>(AllocateLargeAware(size)), FreeDeleter(size));
   if (copy == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("storage: cannot allocate ", size, " bytes to detach a borrowed buffer"));
@@ -74,41 +68,27 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateBytes(DType dtype, int
   }
   // Exactly the requested bytes (at least 1), so that ASan sees any read past the end.
   const size_t size = static_cast<size_t>(*bytes > 0 ? *bytes : 1);
-  // Large buffers lie on huge pages: the allocation starts on one, and its whole huge pages
-  // are advised before the first touch (the zeroing, or the creator's writes), so that the
-  // kernel can back them with 2 MiB pages: a hardware prefetcher stops at every 4 KiB page
-  // boundary, and a decode over K and V from memory reads them as streams. 30 layers of
-  // (1, 3, 4096, 64) f32 K/V on a Zen 4 VM (bench/attention_benchmark BM_DecodePairedLayers,
-  // six alternating pairs): the flash decode 0.836x the time, faster in 5 of 6; the
-  // streaming read of the same bytes 16.2 -> 21.8 GB/s.
-  // The data does not start at the huge page but a "color" of 0 to 1023 cache lines after
-  // it, a different one for each large buffer. On huge pages the low 21 bits of a physical
-  // address are the virtual ones, so without it the same slot of every cache's buffers (and
-  // each head's rows, 1 MiB apart in a 4096-slot buffer) fall into the same second-level
-  // cache sets: a decode step's 720 row lines of 30 layers competed for a few of its sets,
-  // and ring's and scattered's AppendInto measured 1.9-2.7x their floor against 1.4-2.1x on
-  // 4 KiB pages (alternating runs, append paired benchmark, same VM).
-  const size_t huge = static_cast<size_t>(kHugePageBytes);
-  const bool large = size >= huge;
-  static std::atomic<uint32_t> large_buffers{0};
-  const size_t color =
-      large ? size_t{64} * (large_buffers.fetch_add(1, std::memory_order_relaxed) * 37u % 1024u)
-            : 0;
-  void* raw = nullptr;
-  if (posix_memalign(&raw, large ? huge : static_cast<size_t>(kAlignment), size + color) != 0 ||
-      raw == nullptr) {
+  // Large buffers lie on huge pages (src/base/large_buffer.h), advised before the first touch
+  // (the zeroing, or the creator's writes): a decode reads a cache's K and V as streams.
+  // 30 layers of (1, 3, 4096, 64) f32 K/V on a Zen 4 VM (bench/attention_benchmark
+  // BM_DecodePairedLayers, six alternating pairs): the flash decode 0.836x the time, faster
+  // in 5 of 6; the streaming read of the same bytes 16.2 -> 21.8 GB/s.
+  // Each large buffer's data starts at its own color (large_buffer.h): without one, the same
+  // slot of every cache's buffers (and each head's rows, 1 MiB apart in a 4096-slot buffer)
+  // fell into the same second-level cache sets: a decode step's 720 row lines of 30 layers
+  // competed for a few of its sets, and ring's and scattered's AppendInto measured 1.9-2.7x
+  // their floor against 1.4-2.1x on 4 KiB pages (alternating runs, append paired benchmark,
+  // same VM).
+  void* const raw = AllocateLargeAware(size);
+  if (raw == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("storage: allocation of ", *bytes, " bytes failed"));
-  }
-  if (large) {  // advice: errors ignored
-    (void)madvise(raw, (size + color) / huge * huge, MADV_HUGEPAGE);
-    raw = static_cast<std::byte*>(raw) + color;
   }
   if (zero) std::memset(raw, 0, size);
   return std::shared_ptr<Storage>(
       new Storage(dtype, num_elements,
                   std::unique_ptr<std::byte[], FreeDeleter>(static_cast<std::byte*>(raw),
-                                                            FreeDeleter(true, color))));
+                                                            FreeDeleter(size))));
 }
 
 }  // namespace kvcheck

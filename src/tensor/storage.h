@@ -16,13 +16,14 @@
 
 #include "absl/status/statusor.h"
 #include "src/base/check.h"
+#include "src/base/large_buffer.h"
 #include "src/tensor/dtype.h"
 
 namespace kvcheck {
 
 class Storage {
  public:
-  static constexpr int64_t kHugePageBytes = int64_t{2} << 20;
+  static constexpr int64_t kHugePageBytes = static_cast<int64_t>(kvcheck::kHugePageBytes);
 
   // A zeroed buffer of `num_elements` elements of `dtype`, aligned to 64 bytes. A buffer of
   // kHugePageBytes or more lies on transparent huge pages where Linux grants them (its
@@ -78,12 +79,12 @@ class Storage {
   static absl::StatusOr<std::shared_ptr<Storage>> AllocateBytes(DType dtype, int64_t num_elements,
                                                                 bool zero);
   struct FreeDeleter {
-    FreeDeleter() noexcept : owned(true) {}
-    explicit FreeDeleter(bool owns) noexcept : owned(owns) {}
-    FreeDeleter(bool owns, size_t color_bytes) noexcept : owned(owns), color(color_bytes) {}
+    FreeDeleter() noexcept : owned(false) {}
+    // Memory of AllocateLargeAware(size) (src/base/large_buffer.h), which needs the size back.
+    explicit FreeDeleter(size_t size) noexcept : owned(true), bytes(size) {}
     void operator()(std::byte* p) const;
     bool owned;        // false for borrowed memory
-    size_t color = 0;  // bytes between the allocation's start and the data (AllocateBytes)
+    size_t bytes = 0;  // the size it was allocated with
   };
   Storage(DType dtype, int64_t num_elements, std::unique_ptr<std::byte[], FreeDeleter> bytes)
       : dtype_(dtype), num_elements_(num_elements), bytes_(std::move(bytes)) {}

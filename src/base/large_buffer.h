@@ -1,0 +1,66 @@
+// File: large_buffer.h
+// Memory for buffers that are streamed: a tensor's storage (src/tensor/storage.h) and a
+// decoder's weights (src/model/decoder_weights.h), which a decode step reads once each.
+//
+// AllocateLargeAware(size) returns `size` bytes aligned to 64. A request of kHugePageBytes or
+// more is placed so that transparent huge pages can back it: the allocation starts on a
+// 2 MiB boundary and its whole huge pages are advised (MADV_HUGEPAGE) before anything touches
+// them. A hardware prefetcher stops at every 4 KiB page boundary and every 4 KiB page is a TLB
+// entry, so a stream through 4 KiB pages reads slower than one through huge pages (numbers
+// where each user decided: storage.cc, decoder.cc).
+//
+// The data of a large buffer does not start at its huge page but a "color" of 0 to 1023 cache
+// lines after it, a different one for each large buffer: on huge pages the low 21 bits of a
+// physical address are the virtual ones, so without it the same offset of every buffer falls
+// into the same second-level cache sets (why this mattered: storage.cc).
+//
+// FreeLargeAware(p, size) frees such a buffer given the same size. The color is below 2 MiB
+// and a large allocation starts on a 2 MiB boundary, so the allocation's start is the data
+// pointer rounded down to one: nothing else needs to be kept.
+#ifndef KVCHECK_SRC_BASE_LARGE_BUFFER_H_
+#define KVCHECK_SRC_BASE_LARGE_BUFFER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <new>
+
+namespace kvcheck {
+
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// nullptr when the allocator fails (or size + color overflows). size 0 is allocated as 1 byte.
+void* AllocateLargeAware(size_t size);
+// REQUIRES: p from AllocateLargeAware(size) with this size (or nullptr: no-op).
+void FreeLargeAware(void* p, size_t size);
+
+// A standard allocator over AllocateLargeAware, for containers of streamed data
+// (std::vector<float, LargeAwareAllocator<float>>). Throws std::bad_alloc as operator new does.
+template <typename T>
+struct LargeAwareAllocator {
+  using value_type = T;
+  LargeAwareAllocator() = default;
+  template <typename U>
+  LargeAwareAllocator(const LargeAwareAllocator<U>&) noexcept {}  // NOLINT: rebinding
+
+  T* allocate(size_t n) {
+    if (n > std::numeric_limits<size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    void* p = AllocateLargeAware(n * sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) noexcept { FreeLargeAware(p, n * sizeof(T)); }
+
+  template <typename U>
+  bool operator==(const LargeAwareAllocator<U>&) const noexcept {
+    return true;  // stateless: any instance frees what another allocated
+  }
+  template <typename U>
+  bool operator!=(const LargeAwareAllocator<U>&) const noexcept {
+    return false;
+  }
+};
+
+}  // namespace kvcheck
+
+#endif  // KVCHECK_SRC_BASE_LARGE_BUFFER_H_

@@ -1,0 +1,119 @@
+#include "src/base/large_buffer.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvcheck {
+namespace {
+
+uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// Sizes at and around the huge-page threshold, and far from it.
+const size_t kSizes[] = {0,
+                         1,
+                         64,
+                         4096,
+                         kHugePageBytes - 1,
+                         kHugePageBytes,
+                         kHugePageBytes + 1,
+                         3 * kHugePageBytes + 100,
+                         kHugePageBytes,
+                         kHugePageBytes};
+
+// Every buffer is 64-byte aligned and writable to its last byte (ASan and UBSan builds see
+// any write past what was allocated), and frees with its size.
+TEST(LargeBuffer, AlignedAndWritableToTheLastByteAtEverySize) {
+  for (size_t size : kSizes) {
+    void* p = AllocateLargeAware(size);
+    ASSERT_NE(p, nullptr) << size;
+    EXPECT_EQ(Address(p) % 64, 0u) << size;
+    std::memset(p, 0xab, size);
+    if (size > 0) {
+      EXPECT_EQ(static_cast<unsigned char*>(p)[size - 1], 0xab) << size;
+    }
+    FreeLargeAware(p, size);
+  }
+  FreeLargeAware(nullptr, 0);  // a no-op, as free(nullptr)
+}
+
+// Large buffers held at once start at different offsets into their huge page (their
+// colors), all below 64 KiB.
+TEST(LargeBuffer, LargeBuffersHeldTogetherHaveDistinctColors) {
+  std::vector<void*> held;
+  std::vector<uintptr_t> offsets;
+  for (int i = 0; i < 16; ++i) {
+    held.push_back(AllocateLargeAware(kHugePageBytes + 64 * i));
+    ASSERT_NE(held.back(), nullptr);
+    offsets.push_back(Address(held.back()) % kHugePageBytes);
+    EXPECT_LT(offsets.back(), 1024u * 64u);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  for (int i = 0; i < 16; ++i) FreeLargeAware(held[i], kHugePageBytes + 64 * i);
+}
+
+// The flags of the mapping that holds `address`, from /proc/self/smaps ("" if not found).
+std::string VmFlagsOf(uintptr_t address) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> begin >> dash >> end && dash == '-' &&
+        line.find(' ') != std::string::npos && line.find(':') > line.find(' ')) {
+      inside = begin <= address && address < end;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// A large buffer's huge pages carry MADV_HUGEPAGE ("hg" in smaps) where the kernel has
+// transparent huge pages: the advice reached the kernel, whether or not it can grant the
+// pages now (that depends on free memory, so it is not checked).
+TEST(LargeBuffer, LargeBuffersAreAdvisedForHugePages) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
+    GTEST_SKIP() << "no transparent huge pages in this kernel";
+  }
+  const size_t size = 3 * kHugePageBytes;
+  void* p = AllocateLargeAware(size);
+  ASSERT_NE(p, nullptr);
+  const uintptr_t first_huge_page = Address(p) & ~(uintptr_t{kHugePageBytes} - 1);
+  const std::string flags = VmFlagsOf(first_huge_page);
+  FreeLargeAware(p, size);
+  ASSERT_FALSE(flags.empty()) << "no mapping found for the buffer in /proc/self/smaps";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+}
+
+// The allocator in a container: growth, copies and assignment keep the values, and large
+// vectors get large-buffer placement.
+TEST(LargeBuffer, AllocatorInAVector) {
+  using Floats = std::vector<float, LargeAwareAllocator<float>>;
+  Floats v;
+  for (int i = 0; i < 1 << 20; ++i) v.push_back(static_cast<float>(i));  // crosses 2 MiB
+  ASSERT_EQ(v.size(), size_t{1} << 20);
+  EXPECT_EQ(v[12345], 12345.0f);
+  EXPECT_EQ(Address(v.data()) % 64, 0u);
+  Floats copy = v;
+  EXPECT_EQ(copy, v);
+  copy.resize(3);
+  copy.shrink_to_fit();
+  EXPECT_EQ(copy, (Floats{0.0f, 1.0f, 2.0f}));
+  copy = v;
+  EXPECT_EQ(copy.back(), static_cast<float>((1 << 20) - 1));
+  Floats zeros(kHugePageBytes / sizeof(float) + 7);
+  EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](float f) { return f == 0.0f; }));
+}
+
+}  // namespace
+}  // namespace kvcheck
