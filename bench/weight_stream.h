@@ -11,9 +11,9 @@
 // a step cannot go below in those same seconds: what a step does besides reading its weights
 // (attention, norms, the per-token fixed costs) is what separates the two. The same bytes
 // copied into one buffer on transparent huge pages (a Storage) give a second placement, so
-// that where the decoder happens to keep its weights (each array on its own huge pages, which
-// the kernel may not all grant, between them the allocator's gaps) cannot lower the limit:
-// it is the faster of the two placements and two ways of reading.
+// that where the decoder keeps its weights (its arena, decoder_weights.h: the same order with
+// 64-byte padding between tensors, on the huge pages the kernel granted) cannot lower the
+// limit: it is the faster of the two placements and two ways of reading.
 #ifndef KVCHECK_BENCH_WEIGHT_STREAM_H_
 #define KVCHECK_BENCH_WEIGHT_STREAM_H_
 

@@ -1,6 +1,6 @@
 // File: large_buffer.h
-// Memory for buffers that are streamed: a tensor's storage (src/tensor/storage.h) and a
-// decoder's weights (src/model/decoder_weights.h), which a decode step reads once each.
+// Memory for buffers that are streamed: a tensor's storage (src/tensor/storage.h) and the
+// arena of a decoder's weights (src/model/decoder_weights.h), which a decode step reads once.
 //
 // AllocateLargeAware(size) returns `size` bytes aligned to 64. A request of kHugePageBytes or
 // more is placed so that transparent huge pages can back it: the allocation starts on a
@@ -22,8 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <new>
 
 namespace kvcheck {
 
@@ -33,33 +31,6 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 void* AllocateLargeAware(size_t size);
 // REQUIRES: p from AllocateLargeAware(size) with this size (or nullptr: no-op).
 void FreeLargeAware(void* p, size_t size);
-
-// A standard allocator over AllocateLargeAware, for containers of streamed data
-// (std::vector<float, LargeAwareAllocator<float>>). Throws std::bad_alloc as operator new does.
-template <typename T>
-struct LargeAwareAllocator {
-  using value_type = T;
-  LargeAwareAllocator() = default;
-  template <typename U>
-  LargeAwareAllocator(const LargeAwareAllocator<U>&) noexcept {}  // NOLINT: rebinding
-
-  T* allocate(size_t n) {
-    if (n > std::numeric_limits<size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
-    void* p = AllocateLargeAware(n * sizeof(T));
-    if (p == nullptr) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) noexcept { FreeLargeAware(p, n * sizeof(T)); }
-
-  template <typename U>
-  bool operator==(const LargeAwareAllocator<U>&) const noexcept {
-    return true;  // stateless: any instance frees what another allocated
-  }
-  template <typename U>
-  bool operator!=(const LargeAwareAllocator<U>&) const noexcept {
-    return false;
-  }
-};
 
 }  // namespace kvcheck
 

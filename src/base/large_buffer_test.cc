@@ -95,25 +95,5 @@ TEST(LargeBuffer, LargeBuffersAreAdvisedForHugePages) {
   EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
 }
 
-// The allocator in a container: growth, copies and assignment keep the values, and large
-// vectors get large-buffer placement.
-TEST(LargeBuffer, AllocatorInAVector) {
-  using Floats = std::vector<float, LargeAwareAllocator<float>>;
-  Floats v;
-  for (int i = 0; i < 1 << 20; ++i) v.push_back(static_cast<float>(i));  // crosses 2 MiB
-  ASSERT_EQ(v.size(), size_t{1} << 20);
-  EXPECT_EQ(v[12345], 12345.0f);
-  EXPECT_EQ(Address(v.data()) % 64, 0u);
-  Floats copy = v;
-  EXPECT_EQ(copy, v);
-  copy.resize(3);
-  copy.shrink_to_fit();
-  EXPECT_EQ(copy, (Floats{0.0f, 1.0f, 2.0f}));
-  copy = v;
-  EXPECT_EQ(copy.back(), static_cast<float>((1 << 20) - 1));
-  Floats zeros(kHugePageBytes / sizeof(float) + 7);
-  EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](float f) { return f == 0.0f; }));
-}
-
 }  // namespace
 }  // namespace kvcheck

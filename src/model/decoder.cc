@@ -45,16 +45,10 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(DecoderWeights weights)
         }
       });
   KV_RETURN_IF_ERROR(status);
-  // Every matrix is streamed once per decode step: huge pages spare the TLB misses (one per
-  // 4 KiB per stream otherwise) and let the hardware prefetcher run past 4 KiB boundaries.
-  // WeightArray's allocator already placed every array of 2 MiB or more on huge pages advised
-  // before the first touch (decoder_weights.h); AdviseHugePages collapses what the kernel
-  // could not back with a huge page at that touch. Measured: AdviseHugePages alone, which
-  // can only cover a 2 MiB-aligned interior (about 330 of the 495 MB: a 768 x 768 matrix, 2.25
-  // MiB, rarely has one), took the GEMV 23.7 -> 25.9 GB/s in a microbenchmark of the 124M
-  // model's matrices on one core of the 2-core AMD EPYC VM (median of 25 passes). With the
-  // allocator (all 495 MB), generation_benchmark's paired runs (2-core Zen 4 VM, 2026-12-03):
-  // see README, "weights on huge pages".
+  // Every matrix is streamed once per decode step. The weights' arena (decoder_weights.h)
+  // was advised for huge pages before its first touch; AdviseHugePages collapses any of its
+  // pages the kernel could not make huge at that touch (it spares the TLB a miss per 4 KiB
+  // per stream, and lets the hardware prefetcher run past 4 KiB boundaries).
   ForEachWeight(w, [](const std::string&, const std::vector<int64_t>&, WeightArray& data) {
     AdviseHugePages(data.data(), static_cast<int64_t>(data.size()));
   });

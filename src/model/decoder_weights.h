@@ -16,19 +16,60 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/base/large_buffer.h"
 #include "src/model/decoder_config.h"
 
 namespace kvcheck::model {
 
-// One weight tensor's values. Large ones lie on transparent huge pages
-// (src/base/large_buffer.h): a decode step streams every matrix once, and most of GPT-2's
-// (768 x 768, 2.25 MiB) would otherwise lie almost entirely on 4 KiB pages (decoder.cc).
-using WeightArray = std::vector<float, LargeAwareAllocator<float>>;
+struct DecoderWeights;
+
+// One weight tensor's values: a view of `size()` floats in the arena of the DecoderWeights
+// that holds it (empty until AllocateWeights gives it its place). Not copyable on its own:
+// copying a DecoderWeights copies the values into a new arena.
+class WeightArray {
+ public:
+  using value_type = float;
+  using iterator = float*;
+  using const_iterator = const float*;
+
+  WeightArray() = default;
+  WeightArray(const WeightArray&) = delete;
+  WeightArray& operator=(const WeightArray&) = delete;
+  WeightArray(WeightArray&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  WeightArray& operator=(WeightArray&& other) noexcept {
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+    return *this;
+  }
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  float& operator[](size_t i) { return data_[i]; }
+  const float& operator[](size_t i) const { return data_[i]; }
+  float* begin() { return data_; }
+  float* end() { return data_ + size_; }
+  const float* begin() const { return data_; }
+  const float* end() const { return data_ + size_; }
+
+  // Same size and the same values (as floats compare: +0 == -0, NaN != NaN).
+  friend bool operator==(const WeightArray& a, const WeightArray& b);
+
+ private:
+  friend absl::Status AllocateWeights(DecoderWeights& weights);
+  float* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 struct LayerWeights {
   WeightArray attn_norm_weight, attn_norm_bias;  // [W]; bias: gpt2 only
@@ -41,19 +82,42 @@ struct LayerWeights {
   WeightArray w_down, b_down;                    // [W, F]: gpt2 proj (with bias), llama down
 };
 
+// Every weight of a decoder lies in one arena (AllocateWeights), in the order a decode step
+// reads them: the position table (gpt2), each layer's tensors, the final norm, and last the
+// token embedding, which is also the output head. Each tensor starts on a 64-byte boundary.
+// The arena lies on transparent huge pages (src/base/large_buffer.h), advised before its
+// first touch. A decode step streams the whole arena once, front to back; with a separate
+// allocation per tensor, each would start a new stream and its tail (a 768 x 768 matrix is
+// 2.25 MiB) would lie on 4 KiB pages. Measured with generation_benchmark's paired runs
+// (README, "Generation: seed 004's race").
 struct DecoderWeights {
+  DecoderWeights() = default;
+  // Copies the values into a new arena (throws std::bad_alloc where that allocation fails).
+  DecoderWeights(const DecoderWeights& other);
+  DecoderWeights& operator=(const DecoderWeights& other);
+  DecoderWeights(DecoderWeights&&) = default;  // the arena moves, the views stay valid
+  DecoderWeights& operator=(DecoderWeights&&) = default;
+
   DecoderConfig config;
   WeightArray token_embedding;     // [V, W]; also the output head (tied)
   WeightArray position_embedding;  // [C, W]: gpt2 only
   std::vector<LayerWeights> layers;
   WeightArray final_norm_weight, final_norm_bias;  // [W]; bias: gpt2 only
+  // The arena every WeightArray above points into (null before AllocateWeights).
+  std::shared_ptr<float> arena;
 };
+
+// Gives every tensor of `weights.config` its place in a new zeroed arena, replacing any
+// earlier one. Errors: those of ValidateDecoderConfig; kResourceExhausted if the arena cannot
+// be allocated (weights unchanged then).
+absl::Status AllocateWeights(DecoderWeights& weights);
 
 // Elements of a weight tensor of `shape` (ValidateDecoderConfig keeps every product in range).
 int64_t WeightElements(const std::vector<int64_t>& shape);
 
-// Calls fn(name, shape, data) for every tensor of the config's kind in canonical order;
-// `data` may be resized by fn (RandomWeights, LoadWeights) or read (SaveWeights).
+// Calls fn(name, shape, data) for every tensor of the config's kind in canonical order (the
+// weight file's, not the arena's); fn may write `data`'s values (RandomWeights, LoadWeights,
+// after AllocateWeights) or read them (SaveWeights).
 void ForEachWeight(
     DecoderWeights& weights,
     const std::function<void(const std::string& name, const std::vector<int64_t>& shape,

@@ -3,11 +3,14 @@
 // generated configurations are properties/generation_properties.cc).
 #include "src/model/generator.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -89,6 +92,84 @@ TEST(DecoderWeightsTest, FileRoundTrip) {
   ASSERT_EQ(truncate(path.c_str(), 100), 0);
   EXPECT_EQ(LoadWeights(path).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(LoadWeights(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A weight file whose config is valid but whose values would fill more memory than the
+// machine has (or more than 2^63 bytes) and are not in the file: an error naming the
+// truncation, before anything is allocated.
+TEST(DecoderWeightsTest, HugeConfigWithoutValuesIsTruncatedNotAllocated) {
+  for (const char* sizes : {"width=1048576\nmlp_hidden=1048576\n",       // about 2^59 bytes
+                            "width=16777216\nmlp_hidden=16777216\n"}) {  // past 2^63
+    const std::string text = absl::StrCat(
+        "kind=gpt2\nvocab_size=2147483648\ncontext_length=1024\nnum_layers=4096\n"
+        "num_heads=16\nnum_kv_heads=16\nnorm_eps=1e-05\nrope_theta=10000\nsliding_window=0\n",
+        sizes);
+    const std::string path = ::testing::TempDir() + "/huge_weights.bin";
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    const uint32_t text_size = static_cast<uint32_t>(text.size()), count = 1;
+    std::fwrite("KVCKWTS1", 1, 8, f);
+    std::fwrite(&text_size, 4, 1, f);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fwrite(&count, 4, 1, f);
+    std::fclose(f);
+    const absl::StatusOr<DecoderWeights> loaded = LoadWeights(path);
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
+    EXPECT_THAT(std::string(loaded.status().message()), ::testing::HasSubstr("truncated"));
+  }
+  // Allocating such a config directly: an error, not a crash or a wrapped size.
+  DecoderWeights weights;
+  weights.config = SmallGpt2();
+  weights.config.width = weights.config.mlp_hidden = int64_t{1} << 24;
+  weights.config.num_heads = weights.config.num_kv_heads = 16;
+  weights.config.num_layers = 4096;
+  EXPECT_EQ(AllocateWeights(weights).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(weights.arena, nullptr);
+}
+
+// The arena: every tensor in one allocation, each on a 64-byte boundary, in the order a decode
+// step reads them (canonical order with the token embedding last), none overlapping, for both
+// kinds; a copy has its own arena with the same values, and writing one leaves the other.
+TEST(DecoderWeightsTest, OneArenaInStepOrderAndDeepCopies) {
+  for (const DecoderConfig& config : {SmallGpt2(), SmallLlama()}) {
+    absl::StatusOr<DecoderWeights> weights = RandomWeights(config, 7);
+    ASSERT_TRUE(weights.ok());
+    std::vector<std::pair<std::string, const WeightArray*>> order;
+    ForEachWeight(*weights, [&](const std::string& name, const std::vector<int64_t>& shape,
+                                WeightArray& data) {
+      EXPECT_EQ(static_cast<int64_t>(data.size()), WeightElements(shape)) << name;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(data.data()) % 64, 0u) << name;
+      if (name != "token_embedding") order.emplace_back(name, &data);
+    });
+    order.emplace_back("token_embedding", &weights->token_embedding);
+    const float* arena = weights->arena.get();
+    ASSERT_NE(arena, nullptr);
+    EXPECT_EQ(order.front().second->data(), arena) << config.ToString();
+    for (size_t i = 1; i < order.size(); ++i) {
+      const WeightArray& before = *order[i - 1].second;
+      const WeightArray& here = *order[i].second;
+      // Next in the arena, after the one before and its padding (under 16 floats).
+      EXPECT_GE(here.data(), before.data() + before.size()) << order[i].first;
+      EXPECT_LT(here.data(), before.data() + before.size() + 16) << order[i].first;
+    }
+
+    DecoderWeights copy = *weights;
+    EXPECT_NE(copy.arena.get(), weights->arena.get());
+    EXPECT_EQ(copy.layers.size(), weights->layers.size());
+    EXPECT_EQ(copy.token_embedding, weights->token_embedding);
+    EXPECT_EQ(copy.layers.back().w_down, weights->layers.back().w_down);
+    EXPECT_EQ(copy.final_norm_weight, weights->final_norm_weight);
+    copy.layers[0].wq[5] += 1.0f;
+    EXPECT_FALSE(copy.layers[0].wq == weights->layers[0].wq);
+    DecoderWeights assigned;
+    assigned = copy;
+    EXPECT_EQ(assigned.layers[0].wq, copy.layers[0].wq);
+    EXPECT_NE(assigned.arena.get(), copy.arena.get());
+    // A moved-from struct keeps nothing; the moved-to one shows the same floats.
+    const float* moved_data = copy.layers[0].wq.data();
+    DecoderWeights moved = std::move(copy);
+    EXPECT_EQ(moved.layers[0].wq.data(), moved_data);
+  }
 }
 
 TEST(DecoderTest, ForwardRejectsBadArguments) {
