@@ -1,15 +1,15 @@
 #include "bench/read_bandwidth.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <thread>
 #include <vector>
+
+#include "src/base/check.h"
+#include "src/base/large_buffer.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/read_bandwidth.cc"
@@ -109,12 +109,13 @@ double OnePass(const uint64_t* buffer, size_t words, int threads, bool interleav
 
 double ReadBandwidth(int threads) {
   const size_t words = (size_t{1} << 30) / 8;
-  // On transparent huge pages where the kernel grants them, as the decoder's weights are
-  // (src/model/gemv.h AdviseHugePages): 4 KiB pages read about 10% slower here, and a limit
-  // measured on them would let the GEMV "beat" it. Advised before the first touch.
+  // On transparent huge pages where the kernel grants them, as the decoder's weights and the
+  // caches' buffers are (src/base/large_buffer.h, advised before the first touch): 4 KiB
+  // pages read about 10% slower here, and a limit measured on them would let the GEMV "beat"
+  // it. Never freed: the buffer serves every call of the process.
   static uint64_t* buffer = [&] {
-    auto* b = static_cast<uint64_t*>(std::aligned_alloc(size_t{2} << 20, words * 8));
-    (void)madvise(b, words * 8, MADV_HUGEPAGE);
+    auto* b = static_cast<uint64_t*>(AllocateLargeAware(words * 8));
+    KV_CHECK(b != nullptr);
     for (size_t i = 0; i < words; ++i) b[i] = i * 0x9e3779b97f4a7c15ull;
     return b;
   }();
