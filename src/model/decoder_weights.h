@@ -1,6 +1,7 @@
 // File: decoder_weights.h
-// DecoderWeights: every parameter of a decoder as row-major f32 arrays, generated from a seed
-// (untrained, as in seed 004) or read from / written to a weight file.
+// DecoderWeights: every parameter of a decoder as row-major f32 arrays in one arena (in the
+// order a decode step reads them), generated from a seed (untrained, as in seed 004) or read
+// from / written to a weight file.
 //
 // Linear layers are stored [out, in] (y = W x + b). The canonical order of the tensors
 // (ForEachWeight) is the order of the weight file and of RandomWeights' draws.
@@ -109,7 +110,7 @@ struct DecoderWeights {
 
 // Gives every tensor of `weights.config` its place in a new zeroed arena, replacing any
 // earlier one. Errors: those of ValidateDecoderConfig; kResourceExhausted if the arena cannot
-// be allocated (weights unchanged then).
+// be allocated or its size passes 2^63 bytes (weights unchanged then).
 absl::Status AllocateWeights(DecoderWeights& weights);
 
 // Elements of a weight tensor of `shape` (ValidateDecoderConfig keeps every product in range).
