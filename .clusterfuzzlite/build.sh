@@ -16,7 +16,7 @@
 
 # The engine and everything else the targets link (archived: a target takes what it uses).
 LIB_SRCS=(
-  src/base/check.cc src/base/thread_pool.cc                                # //src/base
+  src/base/check.cc src/base/large_buffer.cc src/base/thread_pool.cc       # //src/base
   src/tensor/dtype.cc src/tensor/layout.cc src/tensor/storage.cc           # //src/tensor
   src/tensor/tensor.cc src/tensor/copy_ops.cc src/tensor/view_ops.cc
   src/cache/kv_cache.cc src/cache/cache_buffers.cc src/cache/registry.cc   # //src/cache
