@@ -67,10 +67,10 @@ void GemvTwoRows(const float* w, const float* x, int64_t first, int64_t stride, 
 // hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight adjacent
 // rows, 17-23 with six far-apart rows, against 24-26 GB/s for a plain sum of the same bytes.
 // On the Zen 4 VM, the decode step's 73 products (a throwaway program timing them beside
-// passes over the same weights, one thread, 4 runs of 120 alternating rounds): two far-apart rows 24.9-25.3 GB/s, three
-// 23.5-24.6, four 21.1-24.2, six 19.8-24.0 (the Highway six-row kernel this replaced
-// 20.8-25.1), one row with one accumulator 21.0-22.4, a front-to-back sum of the same bytes
-// 23.5-26.8.
+// passes over the same weights, one thread, 4 runs of 120 alternating rounds): two far-apart
+// rows 24.9-25.3 GB/s, three 23.5-24.6, four 21.1-24.2, six 19.8-24.0 (the Highway six-row
+// kernel this replaced 20.8-25.1), one row with one accumulator 21.0-22.4, a front-to-back
+// sum of the same bytes 23.5-26.8.
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y) {
   const int64_t part = (end - begin) / 2;

@@ -127,6 +127,17 @@ TEST(DecoderWeightsTest, HugeConfigWithoutValuesIsTruncatedNotAllocated) {
   EXPECT_EQ(weights.arena, nullptr);
 }
 
+// Weights whose tensors were never given their place (no AllocateWeights): the decoder names
+// the first tensor of the wrong size instead of reading through an empty view.
+TEST(DecoderWeightsTest, DecoderRejectsWeightsWithoutValues) {
+  DecoderWeights weights;
+  weights.config = SmallGpt2();
+  const absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(std::move(weights));
+  EXPECT_EQ(decoder.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(decoder.status().message()),
+              ::testing::HasSubstr("tensor token_embedding has 0 values"));
+}
+
 // The arena: every tensor in one allocation, each on a 64-byte boundary, in the order a decode
 // step reads them (canonical order with the token embedding last), none overlapping, for both
 // kinds; a copy has its own arena with the same values, and writing one leaves the other.
