@@ -72,9 +72,10 @@ class SlotBuffers {
   void PrefetchSlot(int64_t slot) const;
 
   // Writes into `view` the buffers narrowed to slots [0, length), with no position table
-  // (cleared, its capacity kept). Each buffer is assigned into the view's tensor and
-  // narrowed there: when the view already shows these buffers (the caller's view of the last
-  // append, KvCache::AppendInto), that copies a layout and touches no reference count.
+  // (cleared, its capacity kept). Each buffer is narrowed into the view's tensor
+  // (Tensor::AssignNarrowed): when the view already shows these buffers (the caller's view of
+  // the last append, KvCache::AppendInto), that stores the new length and counts only and
+  // touches no reference count.
   // REQUIRES: !empty(), 0 <= length <= slots().
   void ViewInto(int64_t length, CacheView& view) const;
 

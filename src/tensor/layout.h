@@ -94,6 +94,37 @@ class Layout {
     required_storage_ -= (old_size - length - start) * strides_[dim];
   }
 
+  // Makes this layout base.Narrowed(dim, start, length), storing only what differs from what
+  // it holds: when it already is a narrowing of `base` along `dim` at `start` (a cache's view
+  // of the last append, updated for the next), that is the extent of `dim` and the two counts,
+  // three stores instead of a copy of the layout's 23 words. A decode step's stores queue
+  // behind the new token's rows, whose lines are rarely in the first-level cache, so each
+  // store the bookkeeping saves shortens the step (SlotBuffers::ViewInto).
+  // REQUIRES: as Narrowed.
+  void AssignNarrowed(const Layout& base, int dim, int64_t start, int64_t length) {
+    KV_CHECK(dim >= 0 && dim < base.rank() && start >= 0 && length >= 0 &&
+             start <= base.shape_[dim] - length);
+    const int64_t stride = base.strides_[dim];
+    // Narrow leaves the offset where an empty result starts.
+    const bool empty = base.num_elements_ == 0 || length == 0;
+    const int64_t offset = base.offset_ + (empty ? 0 : start * stride);
+    if (!IsNarrowingOf(base, dim, offset)) {
+      *this = base;
+      offset_ = offset;
+    }
+    const int64_t base_size = base.shape_[dim];
+    shape_[dim] = length;
+    if (empty) {
+      num_elements_ = 0;
+      required_storage_ = 0;
+      return;
+    }
+    int64_t num_elements = 1;  // a product: see Narrow
+    for (int d = 0; d < rank(); ++d) num_elements *= shape_[d];
+    num_elements_ = num_elements;
+    required_storage_ = base.required_storage_ - (base_size - length - start) * stride;
+  }
+
   // Storage offset of the element at `index` (one entry per dimension).
   // REQUIRES: index.size() == rank() and 0 <= index[d] < dim(d).
   int64_t OffsetOf(absl::Span<const int64_t> index) const;
@@ -109,6 +140,18 @@ class Layout {
         offset_(offset),
         num_elements_(num_elements),
         required_storage_(required_storage) {}
+
+  // Whether this layout has base's rank, strides and extents except along `dim`, at `offset`
+  // (AssignNarrowed's test; only loads).
+  bool IsNarrowingOf(const Layout& base, int dim, int64_t offset) const {
+    if (offset_ != offset || shape_.size() != base.shape_.size()) return false;
+    for (int d = 0; d < base.rank(); ++d) {
+      if (strides_[d] != base.strides_[d] || (d != dim && shape_[d] != base.shape_[d])) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   Dims shape_;
   Dims strides_;

@@ -1,7 +1,9 @@
 #include "src/tensor/layout.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -104,6 +106,52 @@ TEST(Layout, NarrowedMatchesAFreshlyValidatedLayout) {
       }
     }
   }
+}
+
+// AssignNarrowed gives exactly Narrowed's layout whatever the layout held before: nothing, the
+// base, another narrowing of it (the update it is for), or a layout that differs from one in
+// a single field (a stride, another extent, the offset, the rank), which must not pass for one.
+TEST(Layout, AssignNarrowedEqualsNarrowedFromAnyPriorLayout) {
+  const Layout base = *Layout::Strided({3, 5, 4}, {40, 8, 1}, 7);
+  const std::vector<Layout> priors = {
+      Layout(),
+      base,
+      base.Narrowed(1, 0, 2),
+      base.Narrowed(1, 1, 3),
+      *Layout::Strided({3, 2, 4}, {40, 9, 1}, 7),
+      *Layout::Strided({3, 2, 3}, {40, 8, 1}, 7),
+      *Layout::Strided({3, 2, 4}, {40, 8, 1}, 15),
+      *Layout::Strided({3, 2}, {40, 8}, 7),
+      Layout::EmptyVector(),
+  };
+  auto expect_same = [](const Layout& got, const Layout& want) {
+    EXPECT_EQ(got.shape(), want.shape());
+    EXPECT_EQ(got.strides(), want.strides());
+    EXPECT_EQ(got.offset(), want.offset());
+    EXPECT_EQ(got.num_elements(), want.num_elements());
+    EXPECT_EQ(got.required_storage(), want.required_storage());
+  };
+  for (const Layout& prior : priors) {
+    for (int dim = 0; dim < 3; ++dim) {
+      for (int64_t start = 0; start <= base.dim(dim); ++start) {
+        for (int64_t length = 0; start + length <= base.dim(dim); ++length) {
+          SCOPED_TRACE(prior.DebugString() + " dim " + std::to_string(dim) + " start " +
+                       std::to_string(start) + " length " + std::to_string(length));
+          Layout layout = prior;
+          layout.AssignNarrowed(base, dim, start, length);
+          expect_same(layout, base.Narrowed(dim, start, length));
+          // And again from that result: the in-place update of a view.
+          const int64_t next = std::min(length + 1, base.dim(dim) - start);
+          layout.AssignNarrowed(base, dim, start, next);
+          expect_same(layout, base.Narrowed(dim, start, next));
+        }
+      }
+    }
+  }
+  const Layout empty_base = *Layout::Strided({3, 0, 4}, {40, 8, 1}, 7);
+  Layout layout = base;
+  layout.AssignNarrowed(empty_base, 0, 1, 2);
+  expect_same(layout, empty_base.Narrowed(0, 1, 2));
 }
 
 TEST(Layout, RequiredStorageAndOffsets) {

@@ -83,6 +83,16 @@ class Tensor {
   // and narrows it there, so a decode step copies each layout once.
   void Narrow(int dim, int64_t start, int64_t length) { layout_.Narrow(dim, start, length); }
 
+  // Makes this tensor base.Narrowed(dim, start, length), storing only the fields that differ
+  // (Layout::AssignNarrowed): a decode loop's view of a cache buffer, one token longer each
+  // step, changes in three words and keeps its reference to the storage untouched.
+  // REQUIRES: as Narrowed.
+  void AssignNarrowed(const Tensor& base, int dim, int64_t start, int64_t length) {
+    if (storage_ != base.storage_) storage_ = base.storage_;
+    if (dtype_ != base.dtype_) dtype_ = base.dtype_;
+    layout_.AssignNarrowed(base.layout_, dim, start, length);
+  }
+
   // A contiguous tensor with new storage and the same element bits (an empty tensor keeps its
   // layout over new empty storage: its row-major strides may not be representable).
   Tensor DeepCopy() const;
