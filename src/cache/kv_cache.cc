@@ -24,8 +24,11 @@ inline bool KvCache::IsNextStep(const Tensor& k, const Tensor& v,
   if (!shape_.has_value() || k.rank() != 4 || v.rank() != 4) return false;
   const KvShape& fixed = *shape_;
   // The fixed shape was validated (B, KH, D >= 1), so matching it covers those checks too.
+  // Each dimension of both against the fixed shape (and S against each other): fewer
+  // instructions than k.shape() == v.shape(), whose loop the compiler keeps.
   if (k.dtype() != fixed.dtype || v.dtype() != fixed.dtype || k.dim(0) != fixed.batch ||
-      k.dim(1) != fixed.num_kv_heads || k.dim(3) != fixed.head_dim || !(k.shape() == v.shape())) {
+      v.dim(0) != fixed.batch || k.dim(1) != fixed.num_kv_heads || v.dim(1) != fixed.num_kv_heads ||
+      k.dim(3) != fixed.head_dim || v.dim(3) != fixed.head_dim || k.dim(2) != v.dim(2)) {
     return false;
   }
   const int64_t seq = k.dim(2);

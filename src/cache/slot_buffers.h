@@ -19,7 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "src/base/check.h"
 #include "src/cache/cache_view.h"
 #include "src/tensor/tensor.h"
 
@@ -104,6 +106,148 @@ class SlotBuffers {
   int64_t k_row_ = -1, v_row_ = -1;
   bool rows_contiguous_ = false;  // each buffer row contiguous (stride 1 along D, or D == 1)
 };
+
+// The decode step's path is defined here, inline, so that KvCache::TryInPlaceStep compiles
+// into one function: out of line, its calls and their saved registers were about 30 of a
+// step's ~800 instructions (callgrind, bench/cache_append_benchmark.cc, prealloc).
+
+// The stride, in elements, between consecutive (b, h) rows of a (B, KH, ., D) layout with
+// dimension strides `batch_stride` and `head_stride` when its B x KH rows lie at one stride
+// in b-major order (row b * KH + h at that many strides), else -1. A dimension of size 1 may
+// have any stride (even one that overflows when scaled to bytes), so its stride is never
+// used.
+inline int64_t UniformRowStride(int64_t batch, int64_t heads, int64_t batch_stride,
+                                int64_t head_stride) {
+  if (batch == 1) return heads == 1 ? 0 : head_stride;
+  if (heads == 1) return batch_stride;
+  int64_t product = 0;
+  if (__builtin_mul_overflow(heads, head_stride, &product)) return -1;
+  return product == batch_stride ? head_stride : -1;
+}
+
+// One line of a row the next step writes, into the second-level cache for reading: the kind
+// of prefetch is chosen here once (why this kind: PrefetchSlot above).
+[[gnu::always_inline]] inline void PrefetchStepLine(const std::byte* line) {
+  __builtin_prefetch(line, /*rw=*/0, /*locality=*/2);
+}
+
+// GCC 12 finds a function whose only effects are __builtin_prefetch "pure" and drops calls
+// to it whose result (none) is unused: called out of line from WriteStep, this loop was
+// never run (no prefetch instruction in WriteStep's code, and the step took twice the time
+// of the benchmark's floor). So WriteStep inlines it, and PrefetchSlot is opaque to GCC's
+// interprocedural analysis (noipa) for its callers in this file.
+[[gnu::always_inline]] inline void SlotBuffers::PrefetchRows(int64_t slot) const {
+  const int64_t k_span = k_row_span_, v_span = v_row_span_;
+  const std::byte* const k_slot = k_base_ + slot * k_slot_;
+  const std::byte* const v_slot = v_base_ + slot * v_slot_;
+  if (k_row_ >= 0 && v_row_ >= 0 && k_span == v_span) {
+    // Contiguous rows at one stride (WriteStep's common case): one loop over the B x KH rows
+    // of both buffers.
+    const int64_t rows = batch_ * heads_, k_row_stride = k_row_, v_row_stride = v_row_;
+    if (k_span <= 4 * 64) {
+      // Up to four lines a row (D <= 64 in f32, 128 in f16): unrolled, as a loop of 1-4 turns
+      // per row spent more instructions than its prefetches (callgrind: 68 beside 24).
+      const int64_t lines = (k_span + 63) / 64;
+      for (int64_t i = 0; i < rows; ++i) {
+        const std::byte* k_row = k_slot + i * k_row_stride;
+        const std::byte* v_row = v_slot + i * v_row_stride;
+        switch (lines) {
+          case 4:
+            PrefetchStepLine(k_row + 192);
+            PrefetchStepLine(v_row + 192);
+            [[fallthrough]];
+          case 3:
+            PrefetchStepLine(k_row + 128);
+            PrefetchStepLine(v_row + 128);
+            [[fallthrough]];
+          case 2:
+            PrefetchStepLine(k_row + 64);
+            PrefetchStepLine(v_row + 64);
+            [[fallthrough]];
+          default:
+            PrefetchStepLine(k_row);
+            PrefetchStepLine(v_row);
+        }
+      }
+      return;
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      const std::byte* k_row = k_slot + i * k_row_stride;
+      const std::byte* v_row = v_slot + i * v_row_stride;
+      for (int64_t offset = 0; offset < k_span; offset += 64) {
+        PrefetchStepLine(k_row + offset);
+        PrefetchStepLine(v_row + offset);
+      }
+    }
+    return;
+  }
+  for (int64_t b = 0; b < batch_; ++b) {
+    for (int64_t h = 0; h < heads_; ++h) {
+      const std::byte* k_row = k_slot + b * k_batch_ + h * k_head_;
+      const std::byte* v_row = v_slot + b * v_batch_ + h * v_head_;
+      for (int64_t offset = 0; offset < k_span; offset += 64) {
+        PrefetchStepLine(k_row + offset);
+      }
+      for (int64_t offset = 0; offset < v_span; offset += 64) {
+        PrefetchStepLine(v_row + offset);
+      }
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void SlotBuffers::WriteStep(const Tensor& k, const Tensor& v,
+                                                          int64_t slot, int64_t next_slot) const {
+  // The slot, the one argument the strategy computes: a broken invariant. The shapes were
+  // validated against the cache's fixed shape by KvCache, and the buffers were made from it
+  // (checking them again here cost 26 of a step's ~800 instructions).
+  KV_CHECK(slot >= 0 && slot < slots_);
+  const int64_t size = element_size_;
+  const Dims& ks = k.strides();
+  const Dims& vs = v.strides();
+  const std::byte* const k_from = k.storage()->bytes() + k.layout().offset() * size;
+  const std::byte* const v_from = v.storage()->bytes() + v.layout().offset() * size;
+  std::byte* const k_to = k_base_ + slot * k_slot_;
+  std::byte* const v_to = v_base_ + slot * v_slot_;
+  if (next_slot >= 0 && next_slot < slots_) PrefetchRows(next_slot);
+  const int64_t k_from_row = UniformRowStride(batch_, heads_, ks[0], ks[1]);
+  const int64_t v_from_row = UniformRowStride(batch_, heads_, vs[0], vs[1]);
+  if (k_row_ >= 0 && v_row_ >= 0 && k_from_row >= 0 && v_from_row >= 0) {
+    // Rows at one stride in the buffers (every cache's when B = 1, and the contiguous ones'
+    // for any B) and in the input (a contiguous one, or a transposed (B, 1, KH, D)): one
+    // loop per buffer over the B x KH rows. Everything in locals, as memcpy may write
+    // anywhere as far as the compiler knows (members would be re-read after every row); with
+    // one loop instead of two nested ones they stay in registers across the calls. (Byte strides of
+    // rows that exist: they fit, as the tensors' storage does.) Callgrind, prealloc's step in the
+    // append benchmark: 364 -> 299 instructions in WriteStep beside the copies; alternating runs
+    // could not tell the time apart.
+    const size_t row_bytes = static_cast<size_t>(row_bytes_);
+    const int64_t rows = batch_ * heads_;
+    const int64_t k_to_row = k_row_, k_from_step = k_from_row * size;
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(k_to + i * k_to_row, k_from + i * k_from_step, row_bytes);
+    }
+    const int64_t v_to_row = v_row_, v_from_step = v_from_row * size;
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(v_to + i * v_to_row, v_from + i * v_from_step, row_bytes);
+    }
+    return;
+  }
+  // Rows at two strides (B > 1 and KH > 1 here, so both strides are those of real rows).
+  WriteRows(k_from, ks[0] * size, ks[1] * size, k_to, k_batch_, k_head_);
+  WriteRows(v_from, vs[0] * size, vs[1] * size, v_to, v_batch_, v_head_);
+}
+
+[[gnu::always_inline]] inline void SlotBuffers::ViewInto(int64_t length, CacheView& view) const {
+  // Stores only what changed (Tensor::AssignNarrowed): when the view shows these buffers
+  // already (the caller's view of the last append), the new length and the element counts.
+  // No reference count is touched either: each count change is a locked instruction, which
+  // also waits for the append's row stores to drain from the store buffer (copying and
+  // dropping the view's two tensors cost 1.1-1.5 us per 30-layer step against a 2.7-4.0 us
+  // floor in the append benchmark, 2-core Intel Xeon VM).
+  view.k.AssignNarrowed(k_, 2, 0, length);
+  view.v.AssignNarrowed(v_, 2, 0, length);
+  if (!view.positions.empty()) view.positions.clear();
+}
 
 }  // namespace kvcheck::cache_internal
 

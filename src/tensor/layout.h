@@ -24,7 +24,6 @@
 
 namespace kvcheck {
 
-
 // "[1, 3, 4, 64]".
 std::string DimsToString(absl::Span<const int64_t> dims);
 
@@ -101,14 +100,56 @@ class Layout {
   // behind the new token's rows, whose lines are rarely in the first-level cache, so each
   // store the bookkeeping saves shortens the step (SlotBuffers::ViewInto).
   // REQUIRES: as Narrowed.
-  void AssignNarrowed(const Layout& base, int dim, int64_t start, int64_t length) {
-    KV_CHECK(dim >= 0 && dim < base.rank() && start >= 0 && length >= 0 &&
+  [[gnu::always_inline]] void AssignNarrowed(const Layout& base, int dim, int64_t start,
+                                             int64_t length) {
+    // A cache's buffers are rank 4: with the rank known, the loops unroll, inline into the
+    // decode step; other ranks take the same code out of line.
+    if (base.rank() == 4) {
+      AssignNarrowedOfRank<4>(base, dim, start, length);
+    } else {
+      AssignNarrowedAnyRank(base, dim, start, length);
+    }
+  }
+
+  // Storage offset of the element at `index` (one entry per dimension).
+  // REQUIRES: index.size() == rank() and 0 <= index[d] < dim(d).
+  int64_t OffsetOf(absl::Span<const int64_t> index) const;
+
+  // "shape [1, 3, 4, 64] strides [768, 256, 64, 1] offset 0".
+  std::string DebugString() const;
+
+ private:
+  Layout(Dims shape, Dims strides, int64_t offset, int64_t num_elements, int64_t required_storage)
+      : shape_(std::move(shape)),
+        strides_(std::move(strides)),
+        offset_(offset),
+        num_elements_(num_elements),
+        required_storage_(required_storage) {}
+
+  [[gnu::noinline]] void AssignNarrowedAnyRank(const Layout& base, int dim, int64_t start,
+                                               int64_t length) {
+    AssignNarrowedOfRank<0>(base, dim, start, length);
+  }
+  // AssignNarrowed for base.rank() == kRank, or any rank when kRank is 0.
+  template <int kRank>
+  [[gnu::always_inline]] void AssignNarrowedOfRank(const Layout& base, int dim, int64_t start,
+                                                   int64_t length) {
+    const int rank = kRank > 0 ? kRank : base.rank();
+    KV_CHECK(dim >= 0 && dim < rank && start >= 0 && length >= 0 &&
              start <= base.shape_[dim] - length);
     const int64_t stride = base.strides_[dim];
     // Narrow leaves the offset where an empty result starts.
     const bool empty = base.num_elements_ == 0 || length == 0;
     const int64_t offset = base.offset_ + (empty ? 0 : start * stride);
-    if (!IsNarrowingOf(base, dim, offset)) {
+    // Whether this layout has base's rank, strides and extents except along `dim`, at that
+    // offset: only loads, and without a branch per dimension.
+    bool narrowing = offset_ == offset && this->rank() == rank;
+#pragma GCC unroll 8
+    for (int d = 0; d < rank; ++d) {
+      narrowing &= strides_[d] == base.strides_[d];
+      narrowing &= d == dim || shape_[d] == base.shape_[d];
+    }
+    if (!narrowing) {
       *this = base;
       offset_ = offset;
     }
@@ -120,37 +161,10 @@ class Layout {
       return;
     }
     int64_t num_elements = 1;  // a product: see Narrow
-    for (int d = 0; d < rank(); ++d) num_elements *= shape_[d];
+#pragma GCC unroll 8
+    for (int d = 0; d < rank; ++d) num_elements *= shape_[d];
     num_elements_ = num_elements;
     required_storage_ = base.required_storage_ - (base_size - length - start) * stride;
-  }
-
-  // Storage offset of the element at `index` (one entry per dimension).
-  // REQUIRES: index.size() == rank() and 0 <= index[d] < dim(d).
-  int64_t OffsetOf(absl::Span<const int64_t> index) const;
-
-  // "shape [1, 3, 4, 64] strides [768, 256, 64, 1] offset 0".
-  std::string DebugString() const;
-
- private:
-  Layout(Dims shape, Dims strides, int64_t offset, int64_t num_elements,
-         int64_t required_storage)
-      : shape_(std::move(shape)),
-        strides_(std::move(strides)),
-        offset_(offset),
-        num_elements_(num_elements),
-        required_storage_(required_storage) {}
-
-  // Whether this layout has base's rank, strides and extents except along `dim`, at `offset`
-  // (AssignNarrowed's test; only loads).
-  bool IsNarrowingOf(const Layout& base, int dim, int64_t offset) const {
-    if (offset_ != offset || shape_.size() != base.shape_.size()) return false;
-    for (int d = 0; d < base.rank(); ++d) {
-      if (strides_[d] != base.strides_[d] || (d != dim && shape_[d] != base.shape_[d])) {
-        return false;
-      }
-    }
-    return true;
   }
 
   Dims shape_;

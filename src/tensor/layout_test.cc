@@ -1,7 +1,7 @@
 #include "src/tensor/layout.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -55,7 +55,8 @@ TEST(Layout, ContiguityRuleOfTheSeedDocument) {
   // Row-major strides up to the product's overflow, then only sizes 1 and 0: contiguous, and
   // computed without a signed overflow (UBSan found the old multiplication here).
   EXPECT_TRUE(Layout::Strided({0, 1, (int64_t{1} << 31) - 1, int64_t{1} << 40},
-                              {0, 0, int64_t{1} << 40, 1}, 0)->is_contiguous());
+                              {0, 0, int64_t{1} << 40, 1}, 0)
+                  ->is_contiguous());
   // A zero size further in brings the product back to 0.
   EXPECT_TRUE(Layout::Strided({2, 0, big, big}, {0, 0, big, 1}, 0)->is_contiguous());
 }
@@ -112,18 +113,6 @@ TEST(Layout, NarrowedMatchesAFreshlyValidatedLayout) {
 // base, another narrowing of it (the update it is for), or a layout that differs from one in
 // a single field (a stride, another extent, the offset, the rank), which must not pass for one.
 TEST(Layout, AssignNarrowedEqualsNarrowedFromAnyPriorLayout) {
-  const Layout base = *Layout::Strided({3, 5, 4}, {40, 8, 1}, 7);
-  const std::vector<Layout> priors = {
-      Layout(),
-      base,
-      base.Narrowed(1, 0, 2),
-      base.Narrowed(1, 1, 3),
-      *Layout::Strided({3, 2, 4}, {40, 9, 1}, 7),
-      *Layout::Strided({3, 2, 3}, {40, 8, 1}, 7),
-      *Layout::Strided({3, 2, 4}, {40, 8, 1}, 15),
-      *Layout::Strided({3, 2}, {40, 8}, 7),
-      Layout::EmptyVector(),
-  };
   auto expect_same = [](const Layout& got, const Layout& want) {
     EXPECT_EQ(got.shape(), want.shape());
     EXPECT_EQ(got.strides(), want.strides());
@@ -131,25 +120,50 @@ TEST(Layout, AssignNarrowedEqualsNarrowedFromAnyPriorLayout) {
     EXPECT_EQ(got.num_elements(), want.num_elements());
     EXPECT_EQ(got.required_storage(), want.required_storage());
   };
-  for (const Layout& prior : priors) {
-    for (int dim = 0; dim < 3; ++dim) {
-      for (int64_t start = 0; start <= base.dim(dim); ++start) {
-        for (int64_t length = 0; start + length <= base.dim(dim); ++length) {
-          SCOPED_TRACE(prior.DebugString() + " dim " + std::to_string(dim) + " start " +
-                       std::to_string(start) + " length " + std::to_string(length));
-          Layout layout = prior;
-          layout.AssignNarrowed(base, dim, start, length);
-          expect_same(layout, base.Narrowed(dim, start, length));
-          // And again from that result: the in-place update of a view.
-          const int64_t next = std::min(length + 1, base.dim(dim) - start);
-          layout.AssignNarrowed(base, dim, start, next);
-          expect_same(layout, base.Narrowed(dim, start, next));
+  // Rank 4 (a cache buffer's: AssignNarrowed's unrolled path) and rank 3 (the general one).
+  const std::vector<Layout> bases = {*Layout::Strided({2, 3, 5, 4}, {120, 40, 8, 1}, 7),
+                                     *Layout::Strided({3, 5, 4}, {40, 8, 1}, 7)};
+  for (const Layout& base : bases) {
+    const int rank = base.rank();
+    // A layout like `base` narrowed along `dim` with one field changed.
+    auto changed = [&](int dim, int field, int64_t delta) {
+      Dims shape = base.shape(), strides = base.strides();
+      int64_t offset = base.offset();
+      shape[dim] = 2;
+      if (field < rank)
+        shape[field] = field == dim ? 1 : std::max<int64_t>(1, shape[field] - 1);
+      else if (field < 2 * rank)
+        strides[field - rank] += delta;
+      else
+        offset += delta;
+      return *Layout::Strided(shape, strides, offset);
+    };
+    for (int dim = 0; dim < rank; ++dim) {
+      std::vector<Layout> priors = {Layout(), Layout::EmptyVector(), base, base.Narrowed(dim, 0, 2),
+                                    base.Narrowed(dim, 1, 1)};
+      for (int field = 0; field <= 2 * rank; ++field) priors.push_back(changed(dim, field, 1));
+      Dims lower(base.shape().begin(), base.shape().end() - 1);
+      Dims lower_strides(base.strides().begin(), base.strides().end() - 1);
+      priors.push_back(*Layout::Strided(lower, lower_strides, base.offset()));
+      for (const Layout& prior : priors) {
+        for (int64_t start = 0; start <= base.dim(dim); ++start) {
+          for (int64_t length = 0; start + length <= base.dim(dim); ++length) {
+            SCOPED_TRACE(prior.DebugString() + " dim " + std::to_string(dim) + " start " +
+                         std::to_string(start) + " length " + std::to_string(length));
+            Layout layout = prior;
+            layout.AssignNarrowed(base, dim, start, length);
+            expect_same(layout, base.Narrowed(dim, start, length));
+            // And again from that result: the in-place update of a view.
+            const int64_t next = std::min(length + 1, base.dim(dim) - start);
+            layout.AssignNarrowed(base, dim, start, next);
+            expect_same(layout, base.Narrowed(dim, start, next));
+          }
         }
       }
     }
   }
   const Layout empty_base = *Layout::Strided({3, 0, 4}, {40, 8, 1}, 7);
-  Layout layout = base;
+  Layout layout = *Layout::Strided({3, 5, 4}, {40, 8, 1}, 7);
   layout.AssignNarrowed(empty_base, 0, 1, 2);
   expect_same(layout, empty_base.Narrowed(0, 1, 2));
 }

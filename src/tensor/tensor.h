@@ -42,8 +42,7 @@ class Tensor {
   static absl::StatusOr<Tensor> Uninitialized(DType dtype, absl::Span<const int64_t> shape);
 
   // A new contiguous tensor with every element set to `value` rounded to `dtype`.
-  static absl::StatusOr<Tensor> Filled(DType dtype, absl::Span<const int64_t> shape,
-                                       float value);
+  static absl::StatusOr<Tensor> Filled(DType dtype, absl::Span<const int64_t> shape, float value);
 
   // A new contiguous tensor holding `values` (row-major) rounded to `dtype`.
   // Errors: kInvalidArgument if values.size() != the element count of `shape`.
@@ -87,7 +86,8 @@ class Tensor {
   // (Layout::AssignNarrowed): a decode loop's view of a cache buffer, one token longer each
   // step, changes in three words and keeps its reference to the storage untouched.
   // REQUIRES: as Narrowed.
-  void AssignNarrowed(const Tensor& base, int dim, int64_t start, int64_t length) {
+  [[gnu::always_inline]] void AssignNarrowed(const Tensor& base, int dim, int64_t start,
+                                             int64_t length) {
     if (storage_ != base.storage_) storage_ = base.storage_;
     if (dtype_ != base.dtype_) dtype_ = base.dtype_;
     layout_.AssignNarrowed(base.layout_, dim, start, length);
