@@ -7,7 +7,8 @@
 // traffic, frequency) moves both sides of a ratio alike; in separate runs
 // (cache_append_benchmark.cc) a strategy's ratio moved by about 0.2 from run to run, more than
 // any change to the append path. Shuffling keeps a fixed order from favouring one side (the
-// step before another leaves its last prefetches in flight).
+// step before another leaves its last prefetches in flight). The ways rotate over the sets
+// between iterations (BM_PairedSteps), so each writes the same buffers in the end.
 //
 //   bazel run --config=opt //bench:cache_append_paired_benchmark -- --benchmark_repetitions=5
 //
@@ -42,21 +43,30 @@ void BM_PairedSteps(benchmark::State& state, const CacheStrategy* strategy) {
   std::array<int, kMethods> order;
   for (int m = 0; m < kMethods; ++m) order[m] = m;
   std::mt19937_64 shuffle(state.range(0));  // the same orders in every run
+  int rotation = 0;
   for (auto _ : state) {
     std::array<std::vector<CacheView>, kMethods> views;
     std::array<std::vector<std::unique_ptr<KvCache>>, kMethods> layers;
     for (int m = 0; m < kMethods; ++m) layers[m] = bench::PrefilledLayers(*strategy, &views[m]);
     bench::EvictCaches();
+    // Way m appends to set (m + rotation) % kMethods, the rotation advancing per iteration, so
+    // that every way writes every set in turn. The allocator hands each iteration's sets the
+    // memory the last one freed, so a set keeps its physical pages, and with them which lines
+    // of the caches its rows compete for, through a run (buffers under 2 MiB are on 4 KiB
+    // pages); with a fixed assignment, one way's placement against another's moved the
+    // ratios by up to 0.4 between runs (interleaved 1.30-1.73, 2026-12-03), within a run
+    // by a few percent.
     std::array<double, kMethods> iteration{};
     for (int64_t step = 0; step < kAppendSteps; ++step) {
       const int64_t position = bench::kAppendPrefill + step;
       std::shuffle(order.begin(), order.end(), shuffle);
       for (const int m : order) {
+        const int set = (m + rotation) % kMethods;
         const auto start = std::chrono::steady_clock::now();
         if (m == kInto || m == kAppend) {
-          bench::AppendStep(layers[m], views[m], step_k, step_v, /*kept_views=*/m == kInto);
+          bench::AppendStep(layers[set], views[set], step_k, step_v, /*kept_views=*/m == kInto);
         } else {
-          bench::FloorStep(views[m], position, step_k, step_v, kFloorCopies[m - 2],
+          bench::FloorStep(views[set], position, step_k, step_v, kFloorCopies[m - 2],
                            [](const CacheView&) {});
         }
         benchmark::ClobberMemory();
@@ -65,6 +75,7 @@ void BM_PairedSteps(benchmark::State& state, const CacheStrategy* strategy) {
       }
     }
     for (int m = 0; m < kMethods; ++m) seconds[m] += iteration[m];
+    rotation = (rotation + 1) % kMethods;
     state.SetIterationTime(iteration[kInto]);
   }
   const double steps = static_cast<double>(kAppendSteps) * state.iterations();
@@ -88,7 +99,7 @@ const bool registered = [] {
                                  BM_PairedSteps, &strategy)
         ->Arg(1)  // the shuffle's seed
         ->ArgName("seed")
-        ->Iterations(30)
+        ->Iterations(4 * kMethods)  // each way on each set four times
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
   }

@@ -19,8 +19,8 @@ std::string Message(const char* strategy, const Parts&... parts) {
 // it: a call per helper cost about 45 of the 290 instructions a decode append spent outside
 // its copies and its view (callgrind).
 
-inline bool KvCache::IsNextStep(const Tensor& k, const Tensor& v,
-                                absl::Span<const bool> active) const {
+[[gnu::always_inline]] inline bool KvCache::IsNextStep(const Tensor& k, const Tensor& v,
+                                                       absl::Span<const bool> active) const {
   if (!shape_.has_value() || k.rank() != 4 || v.rank() != 4) return false;
   const KvShape& fixed = *shape_;
   // The fixed shape was validated (B, KH, D >= 1), so matching it covers those checks too.
@@ -45,7 +45,8 @@ inline bool KvCache::IsNextStep(const Tensor& k, const Tensor& v,
   return true;
 }
 
-inline bool KvCache::TryInPlaceStep(const Tensor& k, const Tensor& v, CacheView& view) {
+[[gnu::always_inline]] inline bool KvCache::TryInPlaceStep(const Tensor& k, const Tensor& v,
+                                                           CacheView& view) {
   const cache_internal::SlotBuffers* buffers = InPlaceStepBuffers();
   if (buffers == nullptr) return false;
   const int64_t slot = row_lengths_[0];  // every row's: InPlaceStepBuffers' contract
@@ -116,6 +117,11 @@ absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v
 }
 
 absl::Status KvCache::AppendInto(const Tensor& k, const Tensor& v, CacheView& view) {
+  // The decode step here too rather than through AppendActiveInto: one function's saved
+  // registers instead of three (callgrind: 704 -> 6xx instructions per prealloc step).
+  if (k.rank() == 4 && k.dim(2) == 1 && IsNextStep(k, v, {}) && TryInPlaceStep(k, v, view)) {
+    return absl::OkStatus();
+  }
   return AppendActiveInto(k, v, {}, view);
 }
 
