@@ -15,7 +15,6 @@
 #endif
 
 namespace kvcheck::cache_internal {
-namespace {}  // namespace
 
 SlotBuffers::SlotBuffers(Tensor k_buffer, Tensor v_buffer)
     : k_(std::move(k_buffer)), v_(std::move(v_buffer)) {
