@@ -116,17 +116,14 @@ absl::StatusOr<CacheView> KvCache::AppendActive(const Tensor& k, const Tensor& v
   return result;
 }
 
-absl::Status KvCache::AppendInto(const Tensor& k, const Tensor& v, CacheView& view) {
-  // The decode step here too rather than through AppendActiveInto: one function's saved
-  // registers instead of three (callgrind: 704 -> 6xx instructions per prealloc step).
-  if (k.rank() == 4 && k.dim(2) == 1 && IsNextStep(k, v, {}) && TryInPlaceStep(k, v, view)) {
-    return absl::OkStatus();
-  }
-  return AppendActiveInto(k, v, {}, view);
-}
-
-absl::Status KvCache::AppendActiveInto(const Tensor& k, const Tensor& v,
-                                       absl::Span<const bool> active, CacheView& view) {
+// AppendActiveInto's body, inline in it and in AppendInto: the decode step is then one
+// function's saved registers instead of three (AppendInto calling AppendActiveInto calling
+// TryInPlaceStep; callgrind: 704 -> 683 instructions per prealloc step), and nothing is
+// checked twice.
+[[gnu::always_inline]] inline absl::Status KvCache::AppendIntoInline(const Tensor& k,
+                                                                     const Tensor& v,
+                                                                     absl::Span<const bool> active,
+                                                                     CacheView& view) {
   // The common case first: a decode or prefill step of the fixed shape passes every check in
   // a few compares, and the full validation below runs only for what is not such a step.
   if (IsNextStep(k, v, active)) {
@@ -134,6 +131,15 @@ absl::Status KvCache::AppendActiveInto(const Tensor& k, const Tensor& v,
     return Commit(k, v, active, /*first=*/false, view);
   }
   return AppendOther(k, v, active, view);
+}
+
+absl::Status KvCache::AppendInto(const Tensor& k, const Tensor& v, CacheView& view) {
+  return AppendIntoInline(k, v, {}, view);
+}
+
+absl::Status KvCache::AppendActiveInto(const Tensor& k, const Tensor& v,
+                                       absl::Span<const bool> active, CacheView& view) {
+  return AppendIntoInline(k, v, active, view);
 }
 
 // Out of line, so that the decode step above is a short function of its own (inlined, this

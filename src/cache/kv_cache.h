@@ -168,6 +168,10 @@ class KvCache {
   // For a step IsNextStep accepted: writes it through InPlaceStepBuffers, advances every row
   // by one and views, and returns true; false (nothing done) where that path does not apply.
   bool TryInPlaceStep(const Tensor& k, const Tensor& v, CacheView& view);
+  // AppendActiveInto's body (also AppendInto's): the fast step through TryInPlaceStep, else
+  // Commit for another step IsNextStep accepts, else AppendOther.
+  absl::Status AppendIntoInline(const Tensor& k, const Tensor& v, absl::Span<const bool> active,
+                                CacheView& view);
   // AppendActiveInto for what IsNextStep does not accept: validation, S == 0, the first
   // append after construction or Reset.
   absl::Status AppendOther(const Tensor& k, const Tensor& v, absl::Span<const bool> active,

@@ -42,7 +42,7 @@ class SlotBuffers {
 
   // Whether (k, v) is a step WriteStep takes: one token (S == 1), each (b, h) row contiguous
   // in both inputs and in both buffers (stride 1 along D, or D == 1).
-  bool IsRowStep(const Tensor& k, const Tensor& v) const {
+  [[gnu::always_inline]] bool IsRowStep(const Tensor& k, const Tensor& v) const {
     return k.dim(2) == 1 && rows_contiguous_ &&
            (head_dim_ == 1 || (k.strides()[3] == 1 && v.strides()[3] == 1));
   }
