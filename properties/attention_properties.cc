@@ -267,13 +267,22 @@ PropertySpec ThreadsAndSplits() {
             const KernelCase c = GenSampledCase();
             const int threads = (*Label("flash threads", Uniform(1, 5))).value;
             const int splits = (*Label("flash key-range splits (0: automatic)", Uniform(0, 6))).value;
+            // Tiles of the dense decode kernel: automatic (up to 1024 keys, more than most
+            // cases have), or short ones, so that the online rescale between tiles and a
+            // tile ending inside a vector run on short rows too.
+            const int tile_keys =
+                (*Label("flash decode tile keys (0: automatic)",
+                        rc::gen::element(0, 0, 1, 2, 7, 16, 31, 32, 33, 64, 100))).value;
             RunIsolated([&] {
               const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
               const KernelInputs in = Inputs(c);
-              const FlashOptions options{.num_threads = threads, .kv_splits = splits};
+              const FlashOptions options{
+                  .num_threads = threads, .kv_splits = splits, .decode_tile_keys = tile_keys};
               const absl::StatusOr<Tensor> first =
                   FlashAttention(in.q, in.k, in.v, in.params, options);
-              Check(absl::StrCat("flash threads=", threads, " splits=", splits), c, exact, first);
+              Check(absl::StrCat("flash threads=", threads, " splits=", splits,
+                                 " decode_tile_keys=", tile_keys),
+                    c, exact, first);
               const absl::StatusOr<Tensor> again =
                   FlashAttention(in.q, in.k, in.v, in.params, options);
               RC_ASSERT(again.ok());

@@ -115,6 +115,8 @@ bool ShiftKeysToDefaultPositions(const FlashProblem& p, std::vector<int64_t>& sh
   return true;
 }
 
+static_assert(kMaxDecodeTileKeys == flash_internal::kMaxDecodeTile);
+
 absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                            const AttentionParams& params, const FlashOptions& options) {
   KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
@@ -123,8 +125,14 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                                                    options.num_threads, " must be in [1, 256] ",
                                                    "and kv_splits ", options.kv_splits, " >= 0"));
   }
+  if (options.decode_tile_keys < 0 || options.decode_tile_keys > kMaxDecodeTileKeys) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flash attention: decode_tile_keys ", options.decode_tile_keys,
+                     " must be in [0, ", kMaxDecodeTileKeys, "] (0: automatic)"));
+  }
   FlashProblem p;
   p.shape = shape;
+  p.decode_tile_keys = options.decode_tile_keys;
   p.q = MakeOperand(q);
   p.k = MakeOperand(k);
   p.v = MakeOperand(v);

@@ -45,10 +45,16 @@ struct FlashOptions {
   // query rows (decode), 1 disables splitting.
   int kv_splits = 0;
   FlashPath path = FlashPath::kAuto;
+  // Keys per tile of the dense decode kernel (one score pass, one online-softmax update, one
+  // value pass): 0 picks up to kMaxDecodeTileKeys by the rows' size; 1..kMaxDecodeTileKeys
+  // fixes it (the laws draw it, so that short rows cross tiles too).
+  int decode_tile_keys = 0;
 };
+inline constexpr int kMaxDecodeTileKeys = 1024;
 
-// Errors: those of ValidateAttention; kInvalidArgument for num_threads outside [1, 256] or a
-// negative kv_splits; kResourceExhausted if the output does not fit.
+// Errors: those of ValidateAttention; kInvalidArgument for num_threads outside [1, 256], a
+// negative kv_splits or decode_tile_keys outside [0, kMaxDecodeTileKeys]; kResourceExhausted
+// if the output does not fit.
 absl::StatusOr<Tensor> FlashAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionParams& params,
                                       const FlashOptions& options = {});

@@ -7,7 +7,7 @@
 // per row, one horizontal sum and scalar store per (row, key), one Exp pass per row) was as
 // large as the arithmetic itself there. This kernel takes the runs of keys that every row of
 // the block may see (the mask, if any, finite there) and does only the math; per tile of
-// kTile keys and group of up to four rows:
+// up to kTile keys (TileKeys) and group of up to four rows:
 //   1. scores s_t = <q * scale, k_t> (flash_decode_scores-inl.h): several keys per pass over D
 //      sharing each q load, the partial sums of N keys reduced into one vector of N scores;
 //      then the softcap, ALiBi and mask values in vectors (flash_score_rules-inl.h);
@@ -34,6 +34,7 @@
 #define HWY_TARGET_INCLUDE "src/attention/flash_decode_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // After foreach_target.h: compiled once per target with this file.
+#include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_decode_scores-inl.h"
 #include "src/attention/flash_online_softmax-inl.h"
@@ -126,11 +127,32 @@ void AccumulateTile(DF df, RowState* states, const float* p, const Rows<T>& valu
 }
 
 // Scratch of one thread: scaled q rows and widened K/V tiles (rows of loop_dim floats),
-// scores (then weights) of the block's rows.
+// scores (then weights) of the block's rows, kTile apart (on the heap: kMaxBlockRows rows
+// would make 192 KiB of thread-local storage, more than a library loaded by dlopen may get).
 struct DenseScratch {
   std::vector<float> q, k, v;
-  alignas(64) float scores[kMaxBlockRows * kTile];
+  hwy::AlignedFreeUniquePtr<float[]> scores;
+  int64_t score_rows = 0;
+  float* Scores(int rows) {
+    if (rows > score_rows) {
+      scores = hwy::AllocateAligned<float>(static_cast<size_t>(rows * kTile));
+      score_rows = rows;
+    }
+    return scores.get();
+  }
 };
+
+// Keys per tile: the caller's choice, if any; else up to kTile, as long as a tile's K and V
+// rows stay within kTileBudgetBytes (the groups of a block after the first read them again,
+// from the second-level cache); widened rows (scratch written, then read) go in tiles of
+// kFlashTile, which stay in L1.
+constexpr int64_t kTileBudgetBytes = 512 * 1024;
+int64_t TileKeys(const FlashProblem& p, bool widened, int64_t row_bytes) {
+  if (p.decode_tile_keys > 0) return std::min(p.decode_tile_keys, kTile);
+  if (widened) return kFlashTile;
+  const int64_t fit = kTileBudgetBytes / (2 * std::max<int64_t>(row_bytes, 1));
+  return std::clamp(fit / kFlashTile * kFlashTile, kFlashTile, kTile);
+}
 
 // Rows [r0, r0 + kRows) of the block over the tile of keys [first, first + count).
 template <int kRows, typename T>
@@ -141,7 +163,7 @@ HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, i
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
   ApplyScoreRules<kRows, kTile>(df, p, block, r0, first, count, scores);
   // Every key of the tile is one all rows may see (-inf past the tile's keys).
-  UpdateRows<kRows>(df, states, scores, kTile, kTile, loop_dim);
+  UpdateRows<kRows>(df, states, scores, kTile, ScoreWidth(count), loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
 }
 
@@ -155,8 +177,10 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
   // Groups of at most four rows, as even as possible (7 rows: 4 + 3).
   const int groups = (R + kMaxGroupRows - 1) / kMaxGroupRows;
   const int64_t row_bytes = D * static_cast<int64_t>(sizeof(T));
-  for (int64_t first = block.key_begin; first < block.key_end; first += kTile) {
-    const int64_t count = std::min(kTile, block.key_end - first);
+  const int64_t tile = TileKeys(p, kWiden, row_bytes);
+  float* const all_scores = scratch.Scores(R);
+  for (int64_t first = block.key_begin; first < block.key_end; first += tile) {
+    const int64_t count = std::min(tile, block.key_end - first);
     Rows<T> keys, values;
     if constexpr (kWiden) {
       for (int64_t t = 0; t < count; ++t) {
@@ -173,8 +197,8 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
       keys = {reinterpret_cast<const T*>(p.k.Row(b, kv_head, first)), p.k.stride[2]};
       values = {reinterpret_cast<const T*>(p.v.Row(b, kv_head, first)), p.v.stride[2]};
     }
-    // Every row of the group sees the whole tile; within a tile, K and V stay in L1 between
-    // the groups.
+    // Every row of the group sees the whole tile; within a tile, K and V stay in the
+    // second-level cache between the groups (TileKeys).
     for (int g = 0, r0 = 0; g < groups; ++g) {
       const int rows = (R - r0) / (groups - g);
       // V rows are read after the scores. When the value update needs several passes over D
@@ -191,7 +215,7 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
       const bool strided_values = ValueVectors(rows) * kN < loop_dim;
       const Rows<T>* prefetch = !kWiden && g == 0 && strided_values ? &values : nullptr;
       const float* q = scratch.q.data() + r0 * loop_dim;
-      float* scores = scratch.scores + r0 * kTile;
+      float* scores = all_scores + r0 * kTile;
       auto group = [&](auto rows_tag) HWY_ATTR {
         GroupTile<decltype(rows_tag)::value>(df, p, block, r0, first, q, loop_dim, keys, values,
                                              count, prefetch, row_bytes, scores, states + r0);
@@ -220,8 +244,9 @@ void ProcessDenseImpl(const FlashProblem& p, const RowBlock& block, RowState* st
   const bool in_place = p.k.stride[3] == 1 && p.v.stride[3] == 1 && D % kN == 0 &&
                         (dtype != DType::kF16 || kExactF16InRegisters);
   if (!in_place) {
-    scratch.k.resize(kTile * loop_dim);
-    scratch.v.resize(kTile * loop_dim);
+    const int64_t tile = TileKeys(p, /*widened=*/true, 0);
+    scratch.k.resize(tile * loop_dim);
+    scratch.v.resize(tile * loop_dim);
     DenseTiles<float, true>(df, p, block, states, loop_dim, scratch);
   } else if (dtype == DType::kF32) {
     DenseTiles<float, false>(df, p, block, states, loop_dim, scratch);

@@ -36,6 +36,8 @@ struct Operand {
 
 // Keys per tile of the inner loop.
 inline constexpr int64_t kFlashTile = 32;
+// The most keys per tile of the dense decode kernel (FlashOptions::decode_tile_keys).
+inline constexpr int64_t kMaxDecodeTile = 1024;
 
 // Largest vector width any compiled target uses, in floats: rows are padded to a multiple.
 inline constexpr int64_t kRowPad = 16;
@@ -63,6 +65,8 @@ struct FlashProblem {
   // tiles from any tile's start) and a cache line (16 floats, so that the rows of a tile do
   // not share L1 sets when the rest is a power of two).
   int64_t kt_stride = 0;
+  // FlashOptions::decode_tile_keys: 0, or the dense decode kernel's keys per tile.
+  int64_t decode_tile_keys = 0;
 
   int64_t QueryPosition(int64_t b, int64_t i) const {
     return q_positions != nullptr ? q_positions[b * shape.q_len + i]

@@ -34,6 +34,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+// count rounded up to whole vectors (<= kStride, a multiple of the lanes, for count <= kStride).
+HWY_INLINE int64_t WholeVectors(DF df, int64_t count) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  return (count + N - 1) / N * N;
+}
+
 // `rule(lanes)` on the first `count` scores of each row, vector by vector; lanes past
 // `count` keep their score.
 template <int kRows, int64_t kStride, typename Rule>
@@ -81,7 +87,7 @@ HWY_INLINE void AlibiScores(DF df, const FlashProblem& p, const RowBlock& block,
       for (int64_t t = 0; t < count; ++t) {
         distance[t] = static_cast<float>(p.KeyPosition(block.batch, first + t) - qpos);
       }
-      std::fill(distance + count, distance + kStride, 0.0f);  // read by the last vector
+      std::fill(distance + count, distance + WholeVectors(df, count), 0.0f);  // the last one's
     }
     const VF slope_v = hn::Set(df, slope);
     ForEachScoreVector<1, kStride>(df, count, scores + r * kStride,
@@ -103,9 +109,9 @@ HWY_INLINE void MaskScores(DF df, const FlashProblem& p, const RowBlock& block, 
   alignas(64) float tail[kStride];
   for (int r = 0; r < kRows; ++r) {
     const float* bias = p.MaskRow(block.batch, block.head[r0 + r], block.query[r0 + r]) + first;
-    if (count < kStride) {  // a short tile may end the mask's row: no vector reads past it
+    if (count != WholeVectors(df, count)) {  // the row may end within the last vector
       std::copy(bias, bias + count, tail);
-      std::fill(tail + count, tail + kStride, 0.0f);
+      std::fill(tail + count, tail + WholeVectors(df, count), 0.0f);
       bias = tail;
     }
     const VF minus_inf = hn::Set(df, -std::numeric_limits<float>::infinity());

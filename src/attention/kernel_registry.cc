@@ -29,10 +29,12 @@ absl::StatusOr<Tensor> RunFlashScalar(const Tensor& q, const Tensor& k, const Te
 }
 
 // Three key-range splits whatever the shape: the partial-state merge on every call, not only
-// on long decode rows.
+// on long decode rows; and dense decode tiles of 33 keys, so that the laws' rows (most of
+// them shorter than one automatic tile) cross tiles, each ending inside a vector.
 absl::StatusOr<Tensor> RunFlashSplit3(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionParams& params, int num_threads) {
-  return FlashAttention(q, k, v, params, {.num_threads = num_threads, .kv_splits = 3});
+  return FlashAttention(q, k, v, params,
+                        {.num_threads = num_threads, .kv_splits = 3, .decode_tile_keys = 33});
 }
 
 // The Metal kernels on the SIMT emulator (one thread: the emulator runs a dispatch on the
