@@ -50,7 +50,7 @@ struct FlashOptions {
   // fixes it (the laws draw it, so that short rows cross tiles too).
   int decode_tile_keys = 0;
 };
-inline constexpr int kMaxDecodeTileKeys = 1024;
+inline constexpr int kMaxDecodeTileKeys = 4096;
 
 // Errors: those of ValidateAttention; kInvalidArgument for num_threads outside [1, 256], a
 // negative kv_splits or decode_tile_keys outside [0, kMaxDecodeTileKeys]; kResourceExhausted

@@ -44,12 +44,15 @@ using VF = hn::Vec<DF>;
 
 // The most keys per tile, and the row stride of the scores buffer. A tile is one pass over
 // its K rows (the scores), one online-softmax update, then one pass over its V rows. Long
-// tiles measured faster on a Zen 4 VM (AVX-512, 9 heads over 3 KV heads, D = 64, paired
-// runs, 2026-12-04): one hot (1, 4096) call took 0.151-0.172 ms with 32 keys per tile and
-// 0.123-0.132 with 1024 (the per-tile costs: the softmax update's reductions and branch, the
-// accumulators' loads and stores); over 30 layers from memory the decode read at 46-77% of a
-// streaming pass over the same bytes with 32 and at 79-82% with 1024, the K and V streams
-// taking turns 32 times less often. The keys of one call's tiles are chosen by TileKeys.
+// tiles measured faster on a Zen 4 VM (AVX-512, 9 heads over 3 KV heads, D = 64, one core,
+// 2026-12-04): one hot (1, 4096) call took 0.141-0.194 ms with 32 keys per tile and
+// 0.122-0.146 with 1024 or 4096 (the per-tile costs: the softmax update's reductions and
+// branch, the accumulators' loads and stores; 1024 against 4096 hot: even, ab_pair.sh, six
+// pairs). Over 30 layers from memory, in each paired run (BM_DecodePairedLayers: decode and
+// a streaming pass over the same bytes, alternating) the decode read at 43-80% of the pass
+// with 32 keys per tile, 70-85% with 1024 and 76-87% with 4096: the K and V streams take
+// turns once per tile, and each turn costs the other stream's prefetch ramp. TileKeys picks
+// a call's tile.
 constexpr int64_t kTile = kMaxDecodeTile;
 // Lanes per vector; a power of two on every fixed-width target (the reduction tree needs it).
 constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));

@@ -142,14 +142,15 @@ struct DenseScratch {
   }
 };
 
-// Keys per tile: the caller's choice, if any; else up to kTile, as long as a tile's K and V
-// rows stay within kTileBudgetBytes (the groups of a block after the first read them again,
-// from the second-level cache); widened rows (scratch written, then read) go in tiles of
-// kFlashTile, which stay in L1.
+// Keys per tile: the caller's choice, if any; else kTile for a block of one group, whose
+// K and V rows are read once; with several groups (which read the tile's rows again, from the
+// second-level cache) as many as keep a tile's K and V within kTileBudgetBytes; widened rows
+// (scratch written, then read) in tiles of kFlashTile, which stay in L1.
 constexpr int64_t kTileBudgetBytes = 512 * 1024;
-int64_t TileKeys(const FlashProblem& p, bool widened, int64_t row_bytes) {
+int64_t TileKeys(const FlashProblem& p, bool widened, int groups, int64_t row_bytes) {
   if (p.decode_tile_keys > 0) return std::min(p.decode_tile_keys, kTile);
   if (widened) return kFlashTile;
+  if (groups == 1) return kTile;
   const int64_t fit = kTileBudgetBytes / (2 * std::max<int64_t>(row_bytes, 1));
   return std::clamp(fit / kFlashTile * kFlashTile, kFlashTile, kTile);
 }
@@ -177,7 +178,7 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
   // Groups of at most four rows, as even as possible (7 rows: 4 + 3).
   const int groups = (R + kMaxGroupRows - 1) / kMaxGroupRows;
   const int64_t row_bytes = D * static_cast<int64_t>(sizeof(T));
-  const int64_t tile = TileKeys(p, kWiden, row_bytes);
+  const int64_t tile = TileKeys(p, kWiden, groups, row_bytes);
   float* const all_scores = scratch.Scores(R);
   for (int64_t first = block.key_begin; first < block.key_end; first += tile) {
     const int64_t count = std::min(tile, block.key_end - first);
@@ -244,7 +245,7 @@ void ProcessDenseImpl(const FlashProblem& p, const RowBlock& block, RowState* st
   const bool in_place = p.k.stride[3] == 1 && p.v.stride[3] == 1 && D % kN == 0 &&
                         (dtype != DType::kF16 || kExactF16InRegisters);
   if (!in_place) {
-    const int64_t tile = TileKeys(p, /*widened=*/true, 0);
+    const int64_t tile = TileKeys(p, /*widened=*/true, 0, 0);
     scratch.k.resize(tile * loop_dim);
     scratch.v.resize(tile * loop_dim);
     DenseTiles<float, true>(df, p, block, states, loop_dim, scratch);

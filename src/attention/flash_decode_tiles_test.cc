@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,11 +42,13 @@ double MaxDifference(const Tensor& a, const Tensor& b) {
 }
 
 TEST(FlashDecodeTiles, EveryTileLengthAgreesWithTextbookAttention) {
-  // 2 batch rows, 6 heads on 2 KV heads, D = 64; 2600 keys: two automatic tiles and part of a
-  // third for f32 (1024 keys per tile at D = 64).
-  constexpr int64_t kKeys = 2600;
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    const Tensor q = RandomTensor(dtype, {2, 6, 1, 64}, 1);
+  // 2 batch rows, 6 or 18 heads on 2 KV heads (blocks of one group of three rows, or of three
+  // groups), D = 64; 4700 keys: one automatic tile of a one-group block and part of a second,
+  // several of a three-group block (which keeps a tile's K and V within the L2 budget).
+  constexpr int64_t kKeys = kMaxDecodeTileKeys + 604;
+  for (const auto& [dtype, heads] : {std::pair{DType::kF32, 6}, std::pair{DType::kBF16, 6},
+                                     std::pair{DType::kF32, 18}}) {
+    const Tensor q = RandomTensor(dtype, {2, heads, 1, 64}, 1);
     // The outputs are rounded to the dtype: bf16's one rounding may differ by its unit in
     // the last place (2^-8 relative; the outputs are below 0.1 here).
     const double tolerance = dtype == DType::kF32 ? 2e-5 : 1e-3;
@@ -60,18 +63,21 @@ TEST(FlashDecodeTiles, EveryTileLengthAgreesWithTextbookAttention) {
         for (int64_t j = 0; j < 5; ++j) m[kKeys + j] = -INFINITY;
         params.mask = std::move(mask);
       } else if (feature == 2) {
-        for (int h = 0; h < 6; ++h) params.alibi_slopes.push_back(std::ldexp(1.0f, -(h + 6)));
+        for (int h = 0; h < heads; ++h) {
+          params.alibi_slopes.push_back(std::ldexp(1.0f, -(h % 8 + 6)));
+        }
       }
       const absl::StatusOr<Tensor> expected = NaiveAttention(q, k, v, params);
       ASSERT_TRUE(expected.ok()) << expected.status();
       ForEachSimdTarget([&](const std::string& target) {
-        for (int tile : {0, 1, 15, 16, 17, 32, 33, 100, 1000, 1024}) {
+        for (int tile : {0, 1, 15, 16, 17, 32, 33, 100, 1000, 1024, kMaxDecodeTileKeys}) {
           for (int threads : {1, 2}) {
             const absl::StatusOr<Tensor> out = FlashAttention(
                 q, k, v, params, {.num_threads = threads, .decode_tile_keys = tile});
             ASSERT_TRUE(out.ok()) << out.status();
             EXPECT_LT(MaxDifference(*out, *expected), tolerance)
-                << target << " " << DTypeName(dtype) << " feature " << feature << " tile "
+                << target << " " << DTypeName(dtype) << " heads " << heads << " feature "
+                << feature << " tile "
                 << tile << " threads " << threads;
           }
         }
@@ -89,7 +95,7 @@ TEST(FlashDecodeTiles, OutOfRangeOptionsNameTheOption) {
     std::string names;
   };
   for (const Bad& bad : {Bad{{.decode_tile_keys = -1}, "decode_tile_keys -1"},
-                         Bad{{.decode_tile_keys = kMaxDecodeTileKeys + 1}, "decode_tile_keys 1025"},
+                         Bad{{.decode_tile_keys = kMaxDecodeTileKeys + 1}, "decode_tile_keys 4097"},
                          Bad{{.num_threads = 0}, "num_threads 0"},
                          Bad{{.num_threads = 257}, "num_threads 257"},
                          Bad{{.kv_splits = -2}, "kv_splits -2"}}) {

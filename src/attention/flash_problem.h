@@ -37,7 +37,7 @@ struct Operand {
 // Keys per tile of the inner loop.
 inline constexpr int64_t kFlashTile = 32;
 // The most keys per tile of the dense decode kernel (FlashOptions::decode_tile_keys).
-inline constexpr int64_t kMaxDecodeTile = 1024;
+inline constexpr int64_t kMaxDecodeTile = 4096;
 
 // Largest vector width any compiled target uses, in floats: rows are padded to a multiple.
 inline constexpr int64_t kRowPad = 16;
