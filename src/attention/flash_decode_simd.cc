@@ -127,8 +127,9 @@ void AccumulateTile(DF df, RowState* states, const float* p, const Rows<T>& valu
 }
 
 // Scratch of one thread: scaled q rows and widened K/V tiles (rows of loop_dim floats),
-// scores (then weights) of the block's rows, kTile apart (on the heap: kMaxBlockRows rows
-// would make 192 KiB of thread-local storage, more than a library loaded by dlopen may get).
+// scores (then weights) of the block's rows, kTile apart (on the heap, as many rows as the
+// largest block so far: kMaxBlockRows rows of kTile would be 768 KiB of thread-local storage,
+// more than a library loaded by dlopen may get).
 struct DenseScratch {
   std::vector<float> q, k, v;
   hwy::AlignedFreeUniquePtr<float[]> scores;
