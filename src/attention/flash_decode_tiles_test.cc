@@ -46,8 +46,11 @@ TEST(FlashDecodeTiles, EveryTileLengthAgreesWithTextbookAttention) {
   // groups), D = 64; 4700 keys: one automatic tile of a one-group block and part of a second,
   // several of a three-group block (which keeps a tile's K and V within the L2 budget).
   constexpr int64_t kKeys = kMaxDecodeTileKeys + 604;
-  for (const auto& [dtype, heads] : {std::pair{DType::kF32, 6}, std::pair{DType::kBF16, 6},
-                                     std::pair{DType::kF32, 18}}) {
+  // (Not structured bindings: clang 14 does not let the lambda below capture them.)
+  for (const std::pair<DType, int>& shape :
+       {std::pair{DType::kF32, 6}, std::pair{DType::kBF16, 6}, std::pair{DType::kF32, 18}}) {
+    const DType dtype = shape.first;
+    const int heads = shape.second;
     const Tensor q = RandomTensor(dtype, {2, heads, 1, 64}, 1);
     // The outputs are rounded to the dtype: bf16's one rounding may differ by its unit in
     // the last place (2^-8 relative; the outputs are below 0.1 here).
