@@ -10,9 +10,15 @@
 //   (InterleaveLower / InterleaveUpper of 32-bit, then 64-bit lanes: 6 in-block shuffles and
 //   3 adds per 4 keys), then for N = 8 one add of the two blocks. In-block shuffles are cheap
 //   where lane-crossing ones (vpermq) are not.
-// - wider vectors (AVX-512, N = 16): log2 N levels of pairwise sums
-//   [a0 + a1, a2 + a3, ..., b0 + b1, ...] (ConcatEven + ConcatOdd + Add: one two-table permute
-//   per Concat).
+// - AVX-512 (N = 16), keys four at a time: each accumulator's two 256-bit halves added
+//   (an extract and a 256-bit add), then the 128-bit-block scheme above on the 8-lane sums,
+//   and two 8-score halves joined. Against the earlier log2 N levels of pairwise sums over
+//   whole vectors (ConcatEven + ConcatOdd + Add, 45 512-bit operations per 16 keys and row,
+//   which Zen 4 executes as two 256-bit halves each) this is 75 256-bit operations; alternating
+//   runs (Zen 4 VM, 2026-12-04, ab_pair.sh, six pairs): one hot (1, 4096) call 0.933x the
+//   time, (4, 4096) 0.898x, faster in 5 and 6 of 6 pairs.
+// - other wide vectors (N = 16 with too few registers for four keys, and wider): log2 N levels
+//   of pairwise sums [a0 + a1, a2 + a3, ..., b0 + b1, ...] (ConcatEven + ConcatOdd + Add).
 // Keys are taken four at a time when kRows x 4 accumulators, kRows q vectors and a K vector
 // fit in the register file (12 + 3 + 1 of AVX2's 16 for GQA's three rows): 4 x kRows
 // independent multiply-add chains cover the FMA latency (two keys' 2 x kRows do not), and each
@@ -249,6 +255,46 @@ HWY_INLINE void DotKeys(DF df, const float* q, int64_t loop_dim, const Rows<T>& 
   for (int r = 0; r < kRows; ++r) out[r] = PairSums(df, lo[r], hi[r]);
 }
 
+// Keys [t0, t0 + 4) for 16-lane vectors, in 256-bit halves: each accumulator's halves
+// added (one extract and one 256-bit add), then DotQuad's in-block transpose-and-add on the
+// 8-lane sums: lane i of each 128-bit block of out[r] holds that block's part of
+// <q_r, k_{t0 + i}>.
+template <int kRows, typename T, class DH>
+HWY_INLINE void DotQuadHalves(DF df, DH dh, const float* q, int64_t loop_dim, const Rows<T>& keys,
+                              int64_t t0, hn::Vec<DH>* out) {
+  const hn::Repartition<double, DH> dd;
+  using VH = hn::Vec<DH>;
+  const T* k[4] = {keys[t0], keys[t0 + 1], keys[t0 + 2], keys[t0 + 3]};
+  VF acc[4][kRows];
+  DotFour<kRows>(df, q, loop_dim, k, acc);
+  HWY_UNROLL(4)
+  for (int r = 0; r < kRows; ++r) {
+    VH h[4];
+    HWY_UNROLL(4)
+    for (int i = 0; i < 4; ++i) {
+      h[i] = hn::Add(hn::LowerHalf(dh, acc[i][r]), hn::UpperHalf(dh, acc[i][r]));
+    }
+    const VH ab = hn::Add(hn::InterleaveLower(dh, h[0], h[1]), hn::InterleaveUpper(dh, h[0], h[1]));
+    const VH cd = hn::Add(hn::InterleaveLower(dh, h[2], h[3]), hn::InterleaveUpper(dh, h[2], h[3]));
+    const auto x = hn::BitCast(dd, ab), y = hn::BitCast(dd, cd);
+    out[r] = hn::Add(hn::BitCast(dh, hn::InterleaveLower(dd, x, y)),
+                     hn::BitCast(dh, hn::InterleaveUpper(dd, x, y)));
+  }
+}
+
+// Keys [t0, t0 + 8) for 16-lane vectors: lane i of out[r] (8 lanes) is <q_r, k_{t0 + i}>.
+template <int kRows, typename T, class DH>
+HWY_INLINE void DotEightHalves(DF df, DH dh, const float* q, int64_t loop_dim,
+                               const Rows<T>& keys, int64_t t0, hn::Vec<DH>* out) {
+  hn::Vec<DH> lo[kRows], hi[kRows];
+  DotQuadHalves<kRows>(df, dh, q, loop_dim, keys, t0, lo);
+  DotQuadHalves<kRows>(df, dh, q, loop_dim, keys, t0 + 4, hi);
+  HWY_UNROLL(4)
+  for (int r = 0; r < kRows; ++r) {
+    out[r] = hn::Add(hn::ConcatLowerLower(dh, hi[r], lo[r]), hn::ConcatUpperUpper(dh, hi[r], lo[r]));
+  }
+}
+
 // Scores of keys [t0, t0 + N) for rows [0, kRows): lane i of out[r] is <q_r, k_{t0 + i}>.
 template <int kRows, typename T>
 HWY_INLINE void DotVector(DF df, const float* q, int64_t loop_dim, const Rows<T>& keys, int64_t t0,
@@ -264,6 +310,13 @@ HWY_INLINE void DotVector(DF df, const float* q, int64_t loop_dim, const Rows<T>
       out[r] =
           hn::Add(hn::ConcatLowerLower(df, hi[r], lo[r]), hn::ConcatUpperUpper(df, hi[r], lo[r]));
     }
+  } else if constexpr (kN == 16 && kFourKeys<kRows>) {
+    const hn::Half<DF> dh;
+    hn::Vec<decltype(dh)> lo[kRows], hi[kRows];
+    DotEightHalves<kRows>(df, dh, q, loop_dim, keys, t0, lo);
+    DotEightHalves<kRows>(df, dh, q, loop_dim, keys, t0 + 8, hi);
+    HWY_UNROLL(4)
+    for (int r = 0; r < kRows; ++r) out[r] = hn::Combine(df, hi[r], lo[r]);
   } else {
     DotKeys<kRows, kN>(df, q, loop_dim, keys, t0, out);
   }
