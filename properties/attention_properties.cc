@@ -267,7 +267,7 @@ PropertySpec ThreadsAndSplits() {
             const KernelCase c = GenSampledCase();
             const int threads = (*Label("flash threads", Uniform(1, 5))).value;
             const int splits = (*Label("flash key-range splits (0: automatic)", Uniform(0, 6))).value;
-            // Tiles of the dense decode kernel: automatic (up to 1024 keys, more than most
+            // Tiles of the dense decode kernel: automatic (up to 4096 keys, more than the
             // cases have), or short ones, so that the online rescale between tiles and a
             // tile ending inside a vector run on short rows too.
             const int tile_keys =

@@ -39,6 +39,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "src/attention/flash_problem.h"
+#include "src/attention/flash_score_rules-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvcheck::flash_internal {
@@ -192,9 +193,29 @@ HWY_INLINE VF PairSums(DF df, VF a, VF b) {
 
 #if HWY_TARGET != HWY_SCALAR  // one lane: no reduction tree (ScoreTile's per-key sums)
 
+// The 128-bit-block reduction, for any vector width D (whole vectors, or AVX-512's 256-bit
+// halves):
 // [a0 + a2, b0 + b2, a1 + a3, b1 + b3] in each 128-bit block.
-HWY_INLINE VF InterleavedSums(DF df, VF a, VF b) {
-  return hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
+template <class D>
+HWY_INLINE hn::Vec<D> InterleavedSums(D d, hn::Vec<D> a, hn::Vec<D> b) {
+  return hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+}
+
+// From ab = InterleavedSums(a, b) and cd = InterleavedSums(c, d): lane i of each 128-bit block
+// holds that block's sum of the i-th of a, b, c, d.
+template <class D>
+HWY_INLINE hn::Vec<D> QuadSums(D d, hn::Vec<D> ab, hn::Vec<D> cd) {
+  const hn::Repartition<double, D> dd;
+  const auto x = hn::BitCast(dd, ab), y = hn::BitCast(dd, cd);
+  return hn::Add(hn::BitCast(d, hn::InterleaveLower(dd, x, y)),
+                 hn::BitCast(d, hn::InterleaveUpper(dd, x, y)));
+}
+
+// Two blocks' QuadSums of keys [t0, t0 + 4) (lo) and [t0 + 4, t0 + 8) (hi), 8 lanes: lane i
+// is the sum for key t0 + i.
+template <class D>
+HWY_INLINE hn::Vec<D> EightSums(D d, hn::Vec<D> lo, hn::Vec<D> hi) {
+  return hn::Add(hn::ConcatLowerLower(d, hi, lo), hn::ConcatUpperUpper(d, hi, lo));
 }
 
 // Keys [t0, t0 + 4): lane i of each 128-bit block of out[r] holds that block's part of
@@ -202,7 +223,6 @@ HWY_INLINE VF InterleavedSums(DF df, VF a, VF b) {
 template <int kRows, typename T>
 HWY_INLINE void DotQuad(DF df, const float* q, int64_t loop_dim, const Rows<T>& keys, int64_t t0,
                         VF* out) {
-  const hn::Repartition<double, DF> dd;
   VF ab[kRows], cd[kRows];
   if constexpr (kFourKeys<kRows>) {
     const T* k[4] = {keys[t0], keys[t0 + 1], keys[t0 + 2], keys[t0 + 3]};
@@ -223,11 +243,7 @@ HWY_INLINE void DotQuad(DF df, const float* q, int64_t loop_dim, const Rows<T>& 
     for (int r = 0; r < kRows; ++r) cd[r] = InterleavedSums(df, a[r], b[r]);
   }
   HWY_UNROLL(4)
-  for (int r = 0; r < kRows; ++r) {
-    const auto x = hn::BitCast(dd, ab[r]), y = hn::BitCast(dd, cd[r]);
-    out[r] = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, x, y)),
-                     hn::BitCast(df, hn::InterleaveUpper(dd, x, y)));
-  }
+  for (int r = 0; r < kRows; ++r) out[r] = QuadSums(df, ab[r], cd[r]);
 }
 
 // Keys [t0, t0 + kKeys) for the pairwise tree: lane group i of out[r] (N / kKeys lanes) sums
@@ -256,13 +272,12 @@ HWY_INLINE void DotKeys(DF df, const float* q, int64_t loop_dim, const Rows<T>& 
 }
 
 // Keys [t0, t0 + 4) for 16-lane vectors, in 256-bit halves: each accumulator's halves
-// added (one extract and one 256-bit add), then DotQuad's in-block transpose-and-add on the
-// 8-lane sums: lane i of each 128-bit block of out[r] holds that block's part of
+// added (one extract and one 256-bit add), then DotQuad's in-block transpose-and-add
+// (InterleavedSums, QuadSums) on the 8-lane sums: lane i of each 128-bit block of out[r] holds that block's part of
 // <q_r, k_{t0 + i}>.
 template <int kRows, typename T, class DH>
 HWY_INLINE void DotQuadHalves(DF df, DH dh, const float* q, int64_t loop_dim, const Rows<T>& keys,
                               int64_t t0, hn::Vec<DH>* out) {
-  const hn::Repartition<double, DH> dd;
   using VH = hn::Vec<DH>;
   const T* k[4] = {keys[t0], keys[t0 + 1], keys[t0 + 2], keys[t0 + 3]};
   VF acc[4][kRows];
@@ -274,11 +289,7 @@ HWY_INLINE void DotQuadHalves(DF df, DH dh, const float* q, int64_t loop_dim, co
     for (int i = 0; i < 4; ++i) {
       h[i] = hn::Add(hn::LowerHalf(dh, acc[i][r]), hn::UpperHalf(dh, acc[i][r]));
     }
-    const VH ab = hn::Add(hn::InterleaveLower(dh, h[0], h[1]), hn::InterleaveUpper(dh, h[0], h[1]));
-    const VH cd = hn::Add(hn::InterleaveLower(dh, h[2], h[3]), hn::InterleaveUpper(dh, h[2], h[3]));
-    const auto x = hn::BitCast(dd, ab), y = hn::BitCast(dd, cd);
-    out[r] = hn::Add(hn::BitCast(dh, hn::InterleaveLower(dd, x, y)),
-                     hn::BitCast(dh, hn::InterleaveUpper(dd, x, y)));
+    out[r] = QuadSums(dh, InterleavedSums(dh, h[0], h[1]), InterleavedSums(dh, h[2], h[3]));
   }
 }
 
@@ -290,9 +301,7 @@ HWY_INLINE void DotEightHalves(DF df, DH dh, const float* q, int64_t loop_dim,
   DotQuadHalves<kRows>(df, dh, q, loop_dim, keys, t0, lo);
   DotQuadHalves<kRows>(df, dh, q, loop_dim, keys, t0 + 4, hi);
   HWY_UNROLL(4)
-  for (int r = 0; r < kRows; ++r) {
-    out[r] = hn::Add(hn::ConcatLowerLower(dh, hi[r], lo[r]), hn::ConcatUpperUpper(dh, hi[r], lo[r]));
-  }
+  for (int r = 0; r < kRows; ++r) out[r] = EightSums(dh, lo[r], hi[r]);
 }
 
 // Scores of keys [t0, t0 + N) for rows [0, kRows): lane i of out[r] is <q_r, k_{t0 + i}>.
@@ -306,10 +315,7 @@ HWY_INLINE void DotVector(DF df, const float* q, int64_t loop_dim, const Rows<T>
     DotQuad<kRows>(df, q, loop_dim, keys, t0, lo);
     DotQuad<kRows>(df, q, loop_dim, keys, t0 + 4, hi);
     HWY_UNROLL(4)
-    for (int r = 0; r < kRows; ++r) {
-      out[r] =
-          hn::Add(hn::ConcatLowerLower(df, hi[r], lo[r]), hn::ConcatUpperUpper(df, hi[r], lo[r]));
-    }
+    for (int r = 0; r < kRows; ++r) out[r] = EightSums(df, lo[r], hi[r]);
   } else if constexpr (kN == 16 && kFourKeys<kRows>) {
     const hn::Half<DF> dh;
     hn::Vec<decltype(dh)> lo[kRows], hi[kRows];
@@ -324,10 +330,7 @@ HWY_INLINE void DotVector(DF df, const float* q, int64_t loop_dim, const Rows<T>
 
 #endif  // HWY_TARGET != HWY_SCALAR
 
-// Scores of a tile of `count` keys read by whole vectors: count rounded up to the lanes.
-constexpr int64_t ScoreWidth(int64_t count) { return (count + kN - 1) / kN * kN; }
-
-// scores[r * kTile + t] = <q_r, k_t> for t < count, -inf for count <= t < ScoreWidth(count);
+// scores[r * kTile + t] = <q_r, k_t> for t < count, -inf for count <= t < WholeVectors(count);
 // requests the V rows of `prefetch` (if not null) N keys at a time as the scores reach them.
 template <int kRows, typename T>
 void ScoreTile(DF df, const float* q, int64_t loop_dim, const Rows<T>& keys, int64_t count,
@@ -357,7 +360,7 @@ void ScoreTile(DF df, const float* q, int64_t loop_dim, const Rows<T>& keys, int
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    std::fill(scores + r * kTile + count, scores + r * kTile + ScoreWidth(count),
+    std::fill(scores + r * kTile + count, scores + r * kTile + WholeVectors(df, count),
               -std::numeric_limits<float>::infinity());
   }
 }

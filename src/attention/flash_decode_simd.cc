@@ -165,7 +165,7 @@ HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, i
   ScoreTile<kRows>(df, q, loop_dim, keys, count, prefetch, prefetch_bytes, scores);
   ApplyScoreRules<kRows, kTile>(df, p, block, r0, first, count, scores);
   // Every key of the tile is one all rows may see (-inf past the tile's keys).
-  UpdateRows<kRows>(df, states, scores, kTile, ScoreWidth(count), loop_dim);
+  UpdateRows<kRows>(df, states, scores, kTile, WholeVectors(df, count), loop_dim);
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
 }
 
@@ -180,6 +180,10 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
   const int groups = (R + kMaxGroupRows - 1) / kMaxGroupRows;
   const int64_t row_bytes = D * static_cast<int64_t>(sizeof(T));
   const int64_t tile = TileKeys(p, kWiden, groups, row_bytes);
+  if constexpr (kWiden) {
+    scratch.k.resize(tile * loop_dim);
+    scratch.v.resize(tile * loop_dim);
+  }
   float* const all_scores = scratch.Scores(R);
   for (int64_t first = block.key_begin; first < block.key_end; first += tile) {
     const int64_t count = std::min(tile, block.key_end - first);
@@ -246,9 +250,6 @@ void ProcessDenseImpl(const FlashProblem& p, const RowBlock& block, RowState* st
   const bool in_place = p.k.stride[3] == 1 && p.v.stride[3] == 1 && D % kN == 0 &&
                         (dtype != DType::kF16 || kExactF16InRegisters);
   if (!in_place) {
-    const int64_t tile = TileKeys(p, /*widened=*/true, 0, 0);
-    scratch.k.resize(tile * loop_dim);
-    scratch.v.resize(tile * loop_dim);
     DenseTiles<float, true>(df, p, block, states, loop_dim, scratch);
   } else if (dtype == DType::kF32) {
     DenseTiles<float, false>(df, p, block, states, loop_dim, scratch);

@@ -80,8 +80,7 @@ TEST(FlashDecodeTiles, EveryTileLengthAgreesWithTextbookAttention) {
             ASSERT_TRUE(out.ok()) << out.status();
             EXPECT_LT(MaxDifference(*out, *expected), tolerance)
                 << target << " " << DTypeName(dtype) << " heads " << heads << " feature "
-                << feature << " tile "
-                << tile << " threads " << threads;
+                << feature << " tile " << tile << " threads " << threads;
           }
         }
       });

@@ -136,6 +136,7 @@ HWY_INLINE void ApplyScoreRules(DF df, const FlashProblem& p, const RowBlock& bl
 
 }  // namespace score_rules
 using score_rules::ApplyScoreRules;
+using score_rules::WholeVectors;
 }  // namespace HWY_NAMESPACE
 }  // namespace kvcheck::flash_internal
 HWY_AFTER_NAMESPACE();
