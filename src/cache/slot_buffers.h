@@ -48,9 +48,10 @@ class SlotBuffers {
   }
 
   // Writes token 0 of every (b, h) row of `k` and `v` (B, KH, 1, D) into slot `slot`:
-  // PrefetchSlot(next_slot) first, then one memcpy per row, K's rows then V's. (Prefetching
-  // first measured faster for all four layouts on a Zen 4 VM: floor copies of 2.83-3.39
-  // against 3.26-3.52 us per 30-layer step, in one run of the append benchmark.)
+  // PrefetchSlot(next_slot) first (none for a next_slot outside [0, slots()), such as -1 from
+  // the decode step, which prefetched earlier), then one memcpy per row, K's rows then V's.
+  // (Prefetching first measured faster for all four layouts on a Zen 4 VM: floor copies
+  // of 2.83-3.39 against 3.26-3.52 us per 30-layer step, in one run of the append benchmark.)
   // REQUIRES: IsRowStep(k, v); k and v of the buffers' B, KH, D and dtype (validated by the
   // caller); 0 <= slot < slots().
   void WriteStep(const Tensor& k, const Tensor& v, int64_t slot, int64_t next_slot) const;
@@ -72,6 +73,13 @@ class SlotBuffers {
   // `AppendInto` on prealloc took 3.5-4.3 us this way against 6.1-6.4 us with prefetchw, and
   // the floor copies 2.4-3.5 against 5.0-5.2.
   void PrefetchSlot(int64_t slot) const;
+  // PrefetchSlot inline, for the decode step (KvCache::TryInPlaceStep), which asks for the
+  // next slot's lines before its bookkeeping and copies. Always inline: GCC drops calls to a
+  // function made only of prefetches (see PrefetchRows below); a first build that called it
+  // as a plain inline member had no prefetch in AppendInto and took 2.0-2.3x the floor.
+  [[gnu::always_inline]] void PrefetchSlotInline(int64_t slot) const {
+    if (slot >= 0 && slot < slots_) PrefetchRows(slot);
+  }
 
   // Writes into `view` the buffers narrowed to slots [0, length), with no position table
   // (cleared, its capacity kept). Each buffer is narrowed into the view's tensor

@@ -213,6 +213,9 @@ TEST(SlotBuffers, EmptyHasNoSlotsAndPrefetchOutsideIsANoOp) {
   buffers.PrefetchSlot(-1);
   buffers.PrefetchSlot(3);
   buffers.PrefetchSlot(2);
+  buffers.PrefetchSlotInline(-1);
+  buffers.PrefetchSlotInline(3);
+  buffers.PrefetchSlotInline(2);
   EXPECT_FALSE(buffers.empty());
 }
 
