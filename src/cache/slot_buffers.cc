@@ -44,6 +44,16 @@ SlotBuffers::SlotBuffers(Tensor k_buffer, Tensor v_buffer)
   const int64_t v_row = UniformRowStride(batch_, heads_, vs[0], vs[1]);
   k_row_ = k_row < 0 ? -1 : k_row * element_size_;
   v_row_ = v_row < 0 ? -1 : v_row * element_size_;
+  // Each batch row's slot one block of 2 * KH rows, K's and V's of a head side by side (V
+  // right after K, the heads at 2 * row_bytes_), the next slot's block right after it; in
+  // one storage, with contiguous rows. Strides of size-1 dimensions are never used, as in
+  // UniformRowStride.
+  const bool heads_adjacent = heads_ == 1 || (k_head_ == 2 * row_bytes_ && v_head_ == k_head_);
+  prefetch_after_write_ =
+      rows_contiguous_ && k_.storage() == v_.storage() && v_base_ == k_base_ + row_bytes_ &&
+      heads_adjacent &&
+      (slots_ == 1 || (k_slot_ == v_slot_ && k_slot_ == 2 * heads_ * row_bytes_)) &&
+      (batch_ == 1 || k_batch_ == v_batch_);
 }
 
 void SlotBuffers::WriteRows(const std::byte* from, int64_t from_batch, int64_t from_head,

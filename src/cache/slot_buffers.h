@@ -47,11 +47,10 @@ class SlotBuffers {
            (head_dim_ == 1 || (k.strides()[3] == 1 && v.strides()[3] == 1));
   }
 
-  // Writes token 0 of every (b, h) row of `k` and `v` (B, KH, 1, D) into slot `slot`:
-  // PrefetchSlot(next_slot) first (none for a next_slot outside [0, slots()), such as -1 from
-  // the decode step, which prefetched earlier), then one memcpy per row, K's rows then V's.
-  // (Prefetching first measured faster for all four layouts on a Zen 4 VM: floor copies
-  // of 2.83-3.39 against 3.26-3.52 us per 30-layer step, in one run of the append benchmark.)
+  // Writes token 0 of every (b, h) row of `k` and `v` (B, KH, 1, D) into slot `slot`: one
+  // memcpy per row, K's rows then V's, with PrefetchSlot(next_slot) before the copies, or
+  // after them where prefetches_after_write() (none for a next_slot outside [0, slots()),
+  // such as -1 from the decode step when it prefetched earlier).
   // REQUIRES: IsRowStep(k, v); k and v of the buffers' B, KH, D and dtype (validated by the
   // caller); 0 <= slot < slots().
   void WriteStep(const Tensor& k, const Tensor& v, int64_t slot, int64_t next_slot) const;
@@ -73,6 +72,22 @@ class SlotBuffers {
   // `AppendInto` on prealloc took 3.5-4.3 us this way against 6.1-6.4 us with prefetchw, and
   // the floor copies 2.4-3.5 against 5.0-5.2.
   void PrefetchSlot(int64_t slot) const;
+  // Whether the next slot is best asked for after a step's copies rather than before them:
+  // where each batch row's slot is one gap-free block of its K and V rows and the next
+  // slot's block follows it (the interleaved cache's (B, Cap, KH, 2D) buffer), so that a
+  // step writes one forward run of KH * 2 rows per batch row. Everywhere else the prefetch
+  // goes first.
+  // Why: for such a block the append benchmark's floor copies were faster prefetching after
+  // the copy than before it in every run on a Zen 2 VM (2026-12-04: 8.3-11.1 against
+  // 10.1-12.5 us per 30-layer step, nine runs) and in two of three on a Zen 4 VM
+  // (2026-12-03), while the split layouts were as fast or faster prefetching first (Zen 2,
+  // scattered: 9.9-11.2 against 11.0-12.6 us). On the Zen 2 VM, `interleaved`'s AppendInto
+  // took 1.09-1.12x the copy-then-prefetch floor this way against 1.29-1.32x prefetching
+  // first (four alternating pairs of builds). The likely cause: the CPU's own stream
+  // prefetcher follows a forward run of lines into the next slot by itself, and software
+  // prefetches issued before the copies then only queue ahead of the stores' own misses.
+  bool prefetches_after_write() const { return prefetch_after_write_; }
+
   // PrefetchSlot inline, for the decode step (KvCache::TryInPlaceStep), which asks for the
   // next slot's lines before its bookkeeping and copies. Always inline: GCC drops calls to a
   // function made only of prefetches (see PrefetchRows below); a first build that called it
@@ -112,7 +127,8 @@ class SlotBuffers {
   // The byte stride between consecutive (b, h) rows of a slot (row b * KH + h), where the
   // B x KH rows lie at one stride; -1 where they do not (WriteStep then loops over b and h).
   int64_t k_row_ = -1, v_row_ = -1;
-  bool rows_contiguous_ = false;  // each buffer row contiguous (stride 1 along D, or D == 1)
+  bool rows_contiguous_ = false;       // each buffer row contiguous (stride 1 along D, or D == 1)
+  bool prefetch_after_write_ = false;  // see prefetches_after_write()
 };
 
 // The decode step's path is defined here, inline, so that KvCache::TryInPlaceStep compiles
@@ -216,7 +232,8 @@ inline int64_t UniformRowStride(int64_t batch, int64_t heads, int64_t batch_stri
   const std::byte* const v_from = v.storage()->bytes() + v.layout().offset() * size;
   std::byte* const k_to = k_base_ + slot * k_slot_;
   std::byte* const v_to = v_base_ + slot * v_slot_;
-  if (next_slot >= 0 && next_slot < slots_) PrefetchRows(next_slot);
+  const bool prefetch = next_slot >= 0 && next_slot < slots_;
+  if (prefetch && !prefetch_after_write_) PrefetchRows(next_slot);
   const int64_t k_from_row = UniformRowStride(batch_, heads_, ks[0], ks[1]);
   const int64_t v_from_row = UniformRowStride(batch_, heads_, vs[0], vs[1]);
   if (k_row_ >= 0 && v_row_ >= 0 && k_from_row >= 0 && v_from_row >= 0) {
@@ -238,11 +255,12 @@ inline int64_t UniformRowStride(int64_t batch, int64_t heads, int64_t batch_stri
     for (int64_t i = 0; i < rows; ++i) {
       std::memcpy(v_to + i * v_to_row, v_from + i * v_from_step, row_bytes);
     }
-    return;
+  } else {
+    // Rows at two strides (B > 1 and KH > 1 here, so both strides are those of real rows).
+    WriteRows(k_from, ks[0] * size, ks[1] * size, k_to, k_batch_, k_head_);
+    WriteRows(v_from, vs[0] * size, vs[1] * size, v_to, v_batch_, v_head_);
   }
-  // Rows at two strides (B > 1 and KH > 1 here, so both strides are those of real rows).
-  WriteRows(k_from, ks[0] * size, ks[1] * size, k_to, k_batch_, k_head_);
-  WriteRows(v_from, vs[0] * size, vs[1] * size, v_to, v_batch_, v_head_);
+  if (prefetch && prefetch_after_write_) PrefetchRows(next_slot);
 }
 
 [[gnu::always_inline]] inline void SlotBuffers::ViewInto(int64_t length, CacheView& view) const {

@@ -219,6 +219,41 @@ TEST(SlotBuffers, EmptyHasNoSlotsAndPrefetchOutsideIsANoOp) {
   EXPECT_FALSE(buffers.empty());
 }
 
+// The K (first `head_dim` elements of the last dimension) and V (the next `head_dim`) halves
+// of a buffer `whole`, as (B, KH, slots, D): `whole` is (B, slots, KH, width) when
+// `slot_major`, else (B, KH, slots, width).
+Buffers Halves(const Tensor& whole, int64_t head_dim, int64_t v_offset, bool slot_major) {
+  const Tensor k = *Narrow(whole, 3, 0, head_dim);
+  const Tensor v = *Narrow(whole, 3, v_offset, head_dim);
+  if (!slot_major) return {k, v};
+  return {*Transpose(k, 1, 2), *Transpose(v, 1, 2)};
+}
+
+TEST(SlotBuffers, PrefetchesAfterWriteOnlyWhereEachSlotIsOneRunFollowedByTheNext) {
+  auto after = [](const Buffers& b) { return SlotBuffers(b.k, b.v).prefetches_after_write(); };
+  // The interleaved cache's halves, any batch, heads, head size and dtype.
+  for (const Case& c : {Case{DType::kF32, 1, 3, 64, true}, Case{DType::kF32, 2, 3, 5, true},
+                        Case{DType::kBF16, 2, 2, 1, true}, Case{DType::kF16, 1, 1, 7, true}}) {
+    EXPECT_TRUE(after(MakeBuffers(c.dtype, c.batch, c.heads, 6, c.head_dim, true)))
+        << c.batch << " " << c.heads << " " << c.head_dim;
+  }
+  // Separate K and V buffers: the rows of a slot lie in two places.
+  EXPECT_FALSE(after(MakeBuffers(DType::kF32, 1, 3, 6, 64, false)));
+  EXPECT_FALSE(after(MakeBuffers(DType::kF32, 1, 1, 6, 8, false)));
+  // One buffer (B, slots, KH, 20) whose halves are interleaved K and V of D = 10; then a gap
+  // between a slot's heads (D = 8), a gap between K and V, V before K, or the heads apart
+  // (head-major): not one forward run.
+  const Tensor padded = Counting(DType::kF32, {1, 6, 3, 20}, 0);
+  EXPECT_TRUE(after(Halves(padded, 10, 10, true)));  // K 10, V 10 of 20: interleaved
+  EXPECT_FALSE(after(Halves(padded, 8, 8, true)));   // K 8, V 8 of 20 per head
+  EXPECT_FALSE(after(Halves(padded, 8, 10, true)));  // a gap between K and V
+  const Buffers swapped = Halves(padded, 10, 10, true);
+  EXPECT_FALSE(after(Buffers{swapped.v, swapped.k}));  // V's rows before K's
+  EXPECT_FALSE(after(Halves(Counting(DType::kF32, {1, 3, 6, 20}, 0), 10, 10, false)));
+  // Head-major with one head is the interleaved layout.
+  EXPECT_TRUE(after(Halves(Counting(DType::kF32, {2, 1, 6, 20}, 0), 10, 10, false)));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Layouts, SlotBuffersTest,
     ::testing::Values(Case{DType::kF32, 1, 3, 64, false}, Case{DType::kF32, 2, 3, 5, false},
