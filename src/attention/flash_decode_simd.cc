@@ -143,16 +143,29 @@ struct DenseScratch {
   }
 };
 
-// Keys per tile: the caller's choice, if any; else kTile for a block of one group, whose
-// K and V rows are read once; with several groups (which read the tile's rows again, from the
-// second-level cache) as many as keep a tile's K and V within kTileBudgetBytes; widened rows
-// (scratch written, then read) in tiles of kFlashTile, which stay in L1.
+// Keys per tile: the caller's choice, if any; else kTile for a block of one group whose value
+// update reads each V row whole in one pass, so that its K and V rows are read once; where
+// the tile's rows are read again (several groups, from the second-level cache; or a value
+// update of several strided passes over D, `strided_values`) as many keys as keep a tile's K
+// and V within kTileBudgetBytes, or within kStridedTileBudgetBytes for strided passes; widened
+// rows (scratch written, then read) in tiles of kFlashTile, which stay in L1.
+// Why the smaller budget for strided passes: each pass reads a few vectors of every V row of
+// the tile, so the whole tile's V is read once per pass and must stay close between them.
+// Zen 2 VM (AVX2: three rows, D = 64, four passes; 512 KiB second-level cache), alternating
+// pairs of builds of BM_DecodePairedLayers (2026-12-04): 256-key tiles against 4096-key ones
+// took 0.93-0.95x the time for one cached layer (faster in 11 of 14 pairs) and 0.91-1.04x,
+// median of the three sets 0.96x, for 30 layers from memory (faster in 10 of 14); 1024-key
+// tiles could not be told from 4096 (1.00x and 1.02x, four pairs); 128 and 512 keys against
+// 256 went either way by up to 10% between hot and cold.
 constexpr int64_t kTileBudgetBytes = 512 * 1024;
-int64_t TileKeys(const FlashProblem& p, bool widened, int groups, int64_t row_bytes) {
+constexpr int64_t kStridedTileBudgetBytes = 128 * 1024;
+int64_t TileKeys(const FlashProblem& p, bool widened, int groups, bool strided_values,
+                 int64_t row_bytes) {
   if (p.decode_tile_keys > 0) return std::min(p.decode_tile_keys, kTile);
   if (widened) return kFlashTile;
-  if (groups == 1) return kTile;
-  const int64_t fit = kTileBudgetBytes / (2 * std::max<int64_t>(row_bytes, 1));
+  if (groups == 1 && !strided_values) return kTile;
+  const int64_t budget = strided_values ? kStridedTileBudgetBytes : kTileBudgetBytes;
+  const int64_t fit = budget / (2 * std::max<int64_t>(row_bytes, 1));
   return std::clamp(fit / kFlashTile * kFlashTile, kFlashTile, kTile);
 }
 
@@ -179,7 +192,12 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
   // Groups of at most four rows, as even as possible (7 rows: 4 + 3).
   const int groups = (R + kMaxGroupRows - 1) / kMaxGroupRows;
   const int64_t row_bytes = D * static_cast<int64_t>(sizeof(T));
-  const int64_t tile = TileKeys(p, kWiden, groups, row_bytes);
+  // The groups' sizes differ by at most one row; the largest (R / groups rounded up) has the
+  // fewest value vectors per pass, so it decides whether any group's passes are strided (the
+  // per-group test below).
+  const int largest_group = (R + groups - 1) / groups;
+  const bool any_strided = !kWiden && ValueVectors(largest_group) * kN < loop_dim;
+  const int64_t tile = TileKeys(p, kWiden, groups, any_strided, row_bytes);
   if constexpr (kWiden) {
     scratch.k.resize(tile * loop_dim);
     scratch.v.resize(tile * loop_dim);
