@@ -39,6 +39,7 @@
 #include "bench/read_bandwidth.h"
 #include "bench/weight_stream.h"
 #include "src/cache/registry.h"
+#include "src/model/gemv.h"
 #include "src/model/generator.h"
 
 ABSL_FLAG(std::string, model, "gpt2-124m", "gpt2-124m, or gpt2-tiny (4 layers, width 128)");
@@ -252,6 +253,9 @@ int Run() {
     std::printf("\n");
     std::fflush(stdout);
   }
+  // The GEMV's row streams (model::GemvStreams: chosen by timing both on the first large
+  // product), which move its speed by up to a fifth between machines.
+  std::printf("gemv streams: %d\n", model::GemvStreams());
   std::printf("%s\n", all_equal ? "all runs produced the same tokens" : "TOKENS DIFFER");
   return all_equal ? 0 : 1;
 }

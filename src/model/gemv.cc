@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "src/base/check.h"
@@ -60,6 +62,30 @@ void GemvTwoRows(const float* w, const float* x, int64_t first, int64_t stride, 
   y[first + stride] = RowTimesX(r1, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
 }
 
+// Rows first + i * stride for i < 4, as GemvTwoRows does two (GemvRowsImpl's four streams).
+void GemvFourRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
+                  float* y) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const float* r0 = w + first * cols;
+  const float* r1 = r0 + stride * cols;
+  const float* r2 = r1 + stride * cols;
+  const float* r3 = r2 + stride * cols;
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  int64_t k = 0;
+  for (; k + N <= cols; k += N) {
+    const auto xv = hn::LoadU(d, x + k);
+    a0 = hn::MulAdd(hn::LoadU(d, r0 + k), xv, a0);
+    a1 = hn::MulAdd(hn::LoadU(d, r1 + k), xv, a1);
+    a2 = hn::MulAdd(hn::LoadU(d, r2 + k), xv, a2);
+    a3 = hn::MulAdd(hn::LoadU(d, r3 + k), xv, a3);
+  }
+  y[first] = RowTimesX(r0, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a0)));
+  y[first + stride] = RowTimesX(r1, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
+  y[first + 2 * stride] = RowTimesX(r2, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a2)));
+  y[first + 3 * stride] = RowTimesX(r3, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a3)));
+}
+
 // Rows [begin, end) as two long streams: the range is cut in halves and one row of each is
 // computed at a time, so the core reads two far-apart regions front to back. The product is
 // memory bound, and how it walks memory decides its speed. On a 50257 x 768 matrix, one core
@@ -70,9 +96,19 @@ void GemvTwoRows(const float* w, const float* x, int64_t first, int64_t stride, 
 // passes over the same weights, one thread, 4 runs of 120 alternating rounds): two far-apart
 // rows 24.9-25.3 GB/s, three 23.5-24.6, four 21.1-24.2, six 19.8-24.0 (the Highway six-row
 // kernel this replaced 20.8-25.1), one row with one accumulator 21.0-22.4, a front-to-back
-// sum of the same bytes 23.5-26.8.
+// sum of the same bytes 23.5-26.8. On a Zen 2 VM, whose one core read the weights 50% faster
+// in eight streams than front to back, four far-apart rows took the generation benchmark's
+// one-thread decode from 75-76% of its paired limit to 85-86% (two alternating pairs,
+// 2026-12-04), and eight rows measured the same as four. So `streams` (2 or 4) is chosen per
+// machine (GemvStreams in gemv.h).
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
-                  float* y) {
+                  float* y, int streams) {
+  if (streams == 4) {
+    const int64_t part = (end - begin) / 4;
+    for (int64_t i = 0; i < part; ++i) GemvFourRows(w, x, begin + i, part, cols, y);
+    for (int64_t r = begin + 4 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
+    return;
+  }
   const int64_t part = (end - begin) / 2;
   for (int64_t i = 0; i < part; ++i) GemvTwoRows(w, x, begin + i, part, cols, y);
   for (int64_t r = begin + 2 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
@@ -222,10 +258,64 @@ void SplitRows(int64_t rows, int num_threads, const RunRows& run_rows) {
 
 }  // namespace
 
-void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
+namespace {
+
+// GemvStreams' choice: 0 before it is made, -1 while one thread times the two, else 2 or 4.
+std::atomic<int> chosen_streams{0};
+// A product this large reads its weights from memory (more than any last-level cache of the
+// machines measured), as a decode step's do.
+constexpr int64_t kCalibrationBytes = int64_t{64} << 20;
+
+// Times both stream counts on this product, single-threaded, three rounds in alternating
+// order, and returns the faster (best of its rounds). Writes y (the same bits every time).
+int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
+  double best[2] = {1e300, 1e300};  // 2 streams, 4 streams
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      const int which = (round % 2 == 0) ? i : 1 - i;
+      const auto start = std::chrono::steady_clock::now();
+      HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, which == 0 ? 2 : 4);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      best[which] = std::min(best[which], seconds);
+    }
+  }
+  return best[1] < best[0] ? 4 : 2;
+}
+
+// The stream count for this call: the choice, once made; else 2, except that the first call
+// of at least kCalibrationBytes makes it.
+int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
+  int state = chosen_streams.load(std::memory_order_relaxed);
+  if (state > 0) return state;
+  if (state < 0 || rows * cols * static_cast<int64_t>(sizeof(float)) < kCalibrationBytes) {
+    return 2;
+  }
+  if (!chosen_streams.compare_exchange_strong(state, -1, std::memory_order_relaxed)) {
+    return state > 0 ? state : 2;
+  }
+  const int streams = TimeStreams(w, x, rows, cols, y);
+  chosen_streams.store(streams, std::memory_order_relaxed);
+  return streams;
+}
+
+}  // namespace
+
+int GemvStreams() {
+  const int state = chosen_streams.load(std::memory_order_relaxed);
+  return state > 0 ? state : 0;
+}
+
+void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+                     int num_threads, int streams) {
+  KV_CHECK(streams == 2 || streams == 4);
   SplitRows(rows, num_threads, [&](int64_t begin, int64_t end) {
-    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y);
+    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y, streams);
   });
+}
+
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
+  GemvWithStreams(w, x, rows, cols, y, num_threads, StreamsFor(w, x, rows, cols, y));
 }
 
 int64_t GemvBatchLimit() { return HWY_DYNAMIC_DISPATCH(BatchLimitImpl)(); }

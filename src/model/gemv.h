@@ -1,7 +1,7 @@
 // File: gemv.h
 // Matrix-vector product for decode steps: y[n] = sum_k w[n * cols + k] x[k], w row-major
 // [rows, cols]. Memory bound: every weight is read once per call, so the kernel reads two
-// far-apart rows at a time (the halves of its range), each a long front-to-back stream, with FMA
+// or four far-apart rows at a time (GemvStreams), each a long front-to-back stream, with FMA
 // accumulators (Highway, dynamic dispatch), and splits the rows over threads. GemvScalar is the
 // plain path beside it.
 //
@@ -18,6 +18,16 @@ namespace kvcheck::model {
 
 // REQUIRES: 1 <= num_threads <= 256.
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
+// How many far-apart rows Gemv reads at a time, each a front-to-back stream: 2 or 4, or 0
+// while not yet chosen. Which is faster depends on the machine (on a Zen 2 VM four gave 15-23%
+// more tokens per second; on a Zen 4 VM two read the weights as fast or faster, gemv.cc), so the
+// process's first product of at least 64 MiB of weights times both (three rounds each, one thread,
+// about six extra products, once) and keeps the faster; until then Gemv reads two. Every row's bits
+// are the same either way.
+int GemvStreams();
+// Gemv with a given number of streams (2 or 4, checked), for tests and benchmarks.
+void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+                     int num_threads, int streams);
 void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y);
 
 // The most rows of x GemvBatch takes in one call.

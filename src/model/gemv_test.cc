@@ -1,8 +1,9 @@
 // Gemv (Highway) and GemvScalar against a double-precision dot product, within the standard
 // dot-product bound |computed - exact| <= gamma_(n+1) * sum_k |w_k x_k| (u = 2^-24; any
 // summation order), on shapes around vector widths and the two row streams, with
-// 1..3 threads; the same bits for a row whatever the thread count; and GemvBatch's rows the
-// same bits as Gemv's.
+// 1..3 threads; the same bits for a row whatever the thread count and the number of row
+// streams; the streams chosen by the first large product; and GemvBatch's rows the same bits
+// as Gemv's.
 #include "src/model/gemv.h"
 
 #include <cmath>
@@ -45,6 +46,15 @@ void CheckGemvWithinTheBound(const char* target) {
         // laws compare runs with different thread counts token for token).
         for (int64_t r = 0; r < rows; ++r) {
           EXPECT_EQ(y[r], y_one_thread[r]) << rows << "x" << cols << " threads " << threads;
+        }
+        // Nor on how many far-apart rows are read at a time (GemvStreams).
+        for (int streams : {2, 4}) {
+          std::vector<float> y_streams(rows, NAN);
+          GemvWithStreams(w.data(), x.data(), rows, cols, y_streams.data(), threads, streams);
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y_streams[r], y_one_thread[r])
+                << rows << "x" << cols << " threads " << threads << " streams " << streams;
+          }
         }
         GemvScalar(w.data(), x.data(), rows, cols, y_scalar.data());
         const double u = std::ldexp(1.0, -24);
@@ -101,6 +111,30 @@ void CheckBatchEqualsGemvPerRow(const char* target) {
       }
     }
   }
+}
+
+// The first product of at least 64 MiB of weights chooses the stream count (2 or 4) and
+// returns the same bits as either; the products before it (the other tests' are all smaller)
+// leave it unchosen.
+TEST(GemvTest, FirstLargeProductChoosesTheStreams) {
+  EXPECT_EQ(GemvStreams(), 0);
+  constexpr int64_t rows = 4096, cols = 4096;  // 64 MiB
+  uint64_t state = 99;
+  std::vector<float> w(rows * cols), x(cols);
+  for (float& v : w) v = NextValue(state);
+  for (float& v : x) v = NextValue(state);
+  std::vector<float> small(3, NAN);
+  Gemv(w.data(), x.data(), 3, cols, small.data(), 1);  // 48 KiB: too small to choose
+  EXPECT_EQ(GemvStreams(), 0);
+  std::vector<float> y(rows, NAN), expected(rows, NAN);
+  Gemv(w.data(), x.data(), rows, cols, y.data(), 1);
+  const int streams = GemvStreams();
+  EXPECT_TRUE(streams == 2 || streams == 4) << streams;
+  GemvWithStreams(w.data(), x.data(), rows, cols, expected.data(), 2, 2);
+  for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], expected[r]) << "row " << r;
+  Gemv(w.data(), x.data(), rows, cols, y.data(), 2);  // chosen once: the same after
+  EXPECT_EQ(GemvStreams(), streams);
+  for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], expected[r]) << "row " << r;
 }
 
 }  // namespace
