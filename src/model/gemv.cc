@@ -23,7 +23,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Dot product of one row with x into y: lane-wise over k, then across lanes, then the tail.
-// Every row's sum is computed in this order, alone or beside others (GemvTwoRows, and the
+// Every row's sum is computed in this order, alone or beside others (GemvFarRows, and the
 // batch form's six rows), so a row's bits do not depend on how the rows were grouped or split
 // over threads.
 HWY_INLINE float RowTimesX(const float* row, const float* x, int64_t k_end, int64_t cols,
@@ -42,48 +42,36 @@ void GemvOneRow(const float* w, const float* x, int64_t r, int64_t cols, float* 
   y[r] = RowTimesX(row, x, k, cols, hn::GetLane(hn::SumOfLanes(d, acc)));
 }
 
-// Rows `first` and `first + stride`, sharing each load of x. Two named accumulators (GCC kept
-// an array of Highway vectors on the stack, and every multiply-add then waited on a store and a
-// reload).
-void GemvTwoRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
+// Rows first + i * stride for i < kRows (2 or 4), sharing each load of x. Named accumulators
+// (GCC kept an array of Highway vectors on the stack, and every multiply-add then waited on a
+// store and a reload); the two-row form never touches a2 and a3.
+template <int kRows>
+void GemvFarRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
                  float* y) {
+  static_assert(kRows == 2 || kRows == 4, "two or four streams");
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t step = stride * cols;
   const float* r0 = w + first * cols;
-  const float* r1 = r0 + stride * cols;
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
-  int64_t k = 0;
-  for (; k + N <= cols; k += N) {
-    const auto xv = hn::LoadU(d, x + k);
-    a0 = hn::MulAdd(hn::LoadU(d, r0 + k), xv, a0);
-    a1 = hn::MulAdd(hn::LoadU(d, r1 + k), xv, a1);
-  }
-  y[first] = RowTimesX(r0, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a0)));
-  y[first + stride] = RowTimesX(r1, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
-}
-
-// Rows first + i * stride for i < 4, as GemvTwoRows does two (GemvRowsImpl's four streams).
-void GemvFourRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
-                  float* y) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const float* r0 = w + first * cols;
-  const float* r1 = r0 + stride * cols;
-  const float* r2 = r1 + stride * cols;
-  const float* r3 = r2 + stride * cols;
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   int64_t k = 0;
   for (; k + N <= cols; k += N) {
     const auto xv = hn::LoadU(d, x + k);
     a0 = hn::MulAdd(hn::LoadU(d, r0 + k), xv, a0);
-    a1 = hn::MulAdd(hn::LoadU(d, r1 + k), xv, a1);
-    a2 = hn::MulAdd(hn::LoadU(d, r2 + k), xv, a2);
-    a3 = hn::MulAdd(hn::LoadU(d, r3 + k), xv, a3);
+    a1 = hn::MulAdd(hn::LoadU(d, r0 + step + k), xv, a1);
+    if constexpr (kRows == 4) {
+      a2 = hn::MulAdd(hn::LoadU(d, r0 + 2 * step + k), xv, a2);
+      a3 = hn::MulAdd(hn::LoadU(d, r0 + 3 * step + k), xv, a3);
+    }
   }
   y[first] = RowTimesX(r0, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a0)));
-  y[first + stride] = RowTimesX(r1, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
-  y[first + 2 * stride] = RowTimesX(r2, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a2)));
-  y[first + 3 * stride] = RowTimesX(r3, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a3)));
+  y[first + stride] = RowTimesX(r0 + step, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
+  if constexpr (kRows == 4) {
+    y[first + 2 * stride] =
+        RowTimesX(r0 + 2 * step, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a2)));
+    y[first + 3 * stride] =
+        RowTimesX(r0 + 3 * step, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a3)));
+  }
 }
 
 // Rows [begin, end) as two long streams: the range is cut in halves and one row of each is
@@ -105,12 +93,12 @@ void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, in
                   float* y, int streams) {
   if (streams == 4) {
     const int64_t part = (end - begin) / 4;
-    for (int64_t i = 0; i < part; ++i) GemvFourRows(w, x, begin + i, part, cols, y);
+    for (int64_t i = 0; i < part; ++i) GemvFarRows<4>(w, x, begin + i, part, cols, y);
     for (int64_t r = begin + 4 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
     return;
   }
   const int64_t part = (end - begin) / 2;
-  for (int64_t i = 0; i < part; ++i) GemvTwoRows(w, x, begin + i, part, cols, y);
+  for (int64_t i = 0; i < part; ++i) GemvFarRows<2>(w, x, begin + i, part, cols, y);
   for (int64_t r = begin + 2 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
@@ -121,7 +109,7 @@ void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, in
 // kBatchBlock floats, and the block (six rows of it, 12 KB) is read from memory for the first
 // group and from the first-level cache for the others. Each (weight row, x row) pair keeps
 // one accumulator vector across blocks (in `acc`, reloaded per block), so that every pair's
-// lanes sum k in the order GemvTwoRows and GemvOneRow use: a row's bits are Gemv's of that x
+// lanes sum k in the order GemvFarRows and GemvOneRow use: a row's bits are Gemv's of that x
 // row.
 constexpr int64_t kBatchBlock = 512;
 // x rows per group: 6 x kGroup accumulators, kGroup x vectors and one weight vector within
