@@ -74,8 +74,18 @@ void GemvFarRows(const float* w, const float* x, int64_t first, int64_t stride, 
   }
 }
 
-// Rows [begin, end) as two long streams: the range is cut in halves and one row of each is
-// computed at a time, so the core reads two far-apart regions front to back. The product is
+// Rows [begin, end) as kStreams long streams: the range is cut in kStreams parts and one row
+// of each is computed at a time, so the core reads that many far-apart regions front to
+// back; the rows left over (fewer than kStreams) one at a time.
+template <int kStreams>
+void StreamRows(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
+                float* y) {
+  const int64_t part = (end - begin) / kStreams;
+  for (int64_t i = 0; i < part; ++i) GemvFarRows<kStreams>(w, x, begin + i, part, cols, y);
+  for (int64_t r = begin + kStreams * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
+}
+
+// Rows [begin, end) as `streams` (2 or 4) long streams (StreamRows). The product is
 // memory bound, and how it walks memory decides its speed. On a 50257 x 768 matrix, one core
 // of the 2-core AMD EPYC Zen 3 VM read 12-15 GB/s with four adjacent rows at a time (the
 // hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight adjacent
@@ -92,14 +102,10 @@ void GemvFarRows(const float* w, const float* x, int64_t first, int64_t stride, 
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y, int streams) {
   if (streams == 4) {
-    const int64_t part = (end - begin) / 4;
-    for (int64_t i = 0; i < part; ++i) GemvFarRows<4>(w, x, begin + i, part, cols, y);
-    for (int64_t r = begin + 4 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
-    return;
+    StreamRows<4>(w, x, begin, end, cols, y);
+  } else {
+    StreamRows<2>(w, x, begin, end, cols, y);
   }
-  const int64_t part = (end - begin) / 2;
-  for (int64_t i = 0; i < part; ++i) GemvFarRows<2>(w, x, begin + i, part, cols, y);
-  for (int64_t r = begin + 2 * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
 // The batch form (GemvBatch): m rows of x against the weights, which are read from memory
