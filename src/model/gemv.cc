@@ -42,50 +42,70 @@ void GemvOneRow(const float* w, const float* x, int64_t r, int64_t cols, float* 
   y[r] = RowTimesX(row, x, k, cols, hn::GetLane(hn::SumOfLanes(d, acc)));
 }
 
-// Rows first + i * stride for i < kRows (2 or 4), sharing each load of x. Named accumulators
-// (GCC kept an array of Highway vectors on the stack, and every multiply-add then waited on a
-// store and a reload); the two-row form never touches a2 and a3.
+// Rows rows[0..kRows) (2, 4 or 8), sharing each load of x. Named accumulators (GCC kept an
+// array of Highway vectors on the stack, and every multiply-add then waited on a store and a
+// reload); the smaller forms never touch the accumulators past kRows.
 template <int kRows>
-void GemvFarRows(const float* w, const float* x, int64_t first, int64_t stride, int64_t cols,
-                 float* y) {
-  static_assert(kRows == 2 || kRows == 4, "two or four streams");
+void GemvFarRows(const float* w, const float* x, const int64_t* rows, int64_t cols, float* y) {
+  static_assert(kRows == 2 || kRows == 4 || kRows == 8, "two, four or eight streams");
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t step = stride * cols;
-  const float* r0 = w + first * cols;
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  // Rows past kRows alias row 0 and are never read.
+  const auto row = [&](int i) { return w + rows[i < kRows ? i : 0] * cols; };
+  const float *r0 = row(0), *r1 = row(1), *r2 = row(2), *r3 = row(3);
+  const float *r4 = row(4), *r5 = row(5), *r6 = row(6), *r7 = row(7);
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   int64_t k = 0;
   for (; k + N <= cols; k += N) {
     const auto xv = hn::LoadU(d, x + k);
     a0 = hn::MulAdd(hn::LoadU(d, r0 + k), xv, a0);
-    a1 = hn::MulAdd(hn::LoadU(d, r0 + step + k), xv, a1);
-    if constexpr (kRows == 4) {
-      a2 = hn::MulAdd(hn::LoadU(d, r0 + 2 * step + k), xv, a2);
-      a3 = hn::MulAdd(hn::LoadU(d, r0 + 3 * step + k), xv, a3);
+    a1 = hn::MulAdd(hn::LoadU(d, r1 + k), xv, a1);
+    if constexpr (kRows >= 4) {
+      a2 = hn::MulAdd(hn::LoadU(d, r2 + k), xv, a2);
+      a3 = hn::MulAdd(hn::LoadU(d, r3 + k), xv, a3);
+    }
+    if constexpr (kRows == 8) {
+      a4 = hn::MulAdd(hn::LoadU(d, r4 + k), xv, a4);
+      a5 = hn::MulAdd(hn::LoadU(d, r5 + k), xv, a5);
+      a6 = hn::MulAdd(hn::LoadU(d, r6 + k), xv, a6);
+      a7 = hn::MulAdd(hn::LoadU(d, r7 + k), xv, a7);
     }
   }
-  y[first] = RowTimesX(r0, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a0)));
-  y[first + stride] = RowTimesX(r0 + step, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a1)));
-  if constexpr (kRows == 4) {
-    y[first + 2 * stride] =
-        RowTimesX(r0 + 2 * step, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a2)));
-    y[first + 3 * stride] =
-        RowTimesX(r0 + 3 * step, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a3)));
+  const auto finish = [&](int i, const float* r, hn::Vec<decltype(d)> a) {
+    y[rows[i]] = RowTimesX(r, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a)));
+  };
+  finish(0, r0, a0);
+  finish(1, r1, a1);
+  if constexpr (kRows >= 4) finish(2, r2, a2), finish(3, r3, a3);
+  if constexpr (kRows == 8) {
+    finish(4, r4, a4), finish(5, r5, a5), finish(6, r6, a6), finish(7, r7, a7);
   }
 }
 
 // Rows [begin, end) as kStreams long streams: the range is cut in kStreams parts and one row
 // of each is computed at a time, so the core reads that many far-apart regions front to
 // back; the rows left over (fewer than kStreams) one at a time.
+// Part j starts j rows into itself (and wraps to its first rows at the end): the parts of a
+// product are usually a multiple of 64 KiB apart (768 x 768 in four or eight parts: 576 or
+// 288 KiB), so unstaggered streams would read lines of the same second-level cache sets at
+// the same moment (a 512 KiB, 8-way cache repeats its sets every 64 KiB), and eight of them,
+// each with lines prefetched ahead, outnumber a set's ways. Zen 2 VM, eight streams, the
+// decode step's 768 x 768 products inside the 73 (one thread, 2026-12-04): staggered by 1,
+// 3, 5 or 11 rows 18.1-18.9 GB/s, by none 15.7 (as four streams), by 21 rows (63 KiB, almost
+// 64) 15.6.
 template <int kStreams>
 void StreamRows(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                 float* y) {
   const int64_t part = (end - begin) / kStreams;
-  for (int64_t i = 0; i < part; ++i) GemvFarRows<kStreams>(w, x, begin + i, part, cols, y);
+  for (int64_t i = 0; i < part; ++i) {
+    int64_t rows[kStreams];
+    for (int j = 0; j < kStreams; ++j) rows[j] = begin + j * part + (i + j) % part;
+    GemvFarRows<kStreams>(w, x, rows, cols, y);
+  }
   for (int64_t r = begin + kStreams * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
-// Rows [begin, end) as `streams` (2 or 4) long streams (StreamRows). The product is
+// Rows [begin, end) as `streams` (2, 4 or 8) long streams (StreamRows). The product is
 // memory bound, and how it walks memory decides its speed. On a 50257 x 768 matrix, one core
 // of the 2-core AMD EPYC Zen 3 VM read 12-15 GB/s with four adjacent rows at a time (the
 // hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight adjacent
@@ -97,11 +117,13 @@ void StreamRows(const float* w, const float* x, int64_t begin, int64_t end, int6
 // sum of the same bytes 23.5-26.8. On a Zen 2 VM, whose one core read the weights 50% faster
 // in eight streams than front to back, four far-apart rows took the generation benchmark's
 // one-thread decode from 75-76% of its paired limit to 85-86% (two alternating pairs,
-// 2026-12-04), and eight rows measured the same as four. So `streams` (2 or 4) is chosen per
-// machine (GemvStreams in gemv.h).
+// 2026-12-04); eight measured the same as four until the streams were staggered (StreamRows),
+// then faster. So `streams` is chosen per machine (GemvStreams in gemv.h).
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y, int streams) {
-  if (streams == 4) {
+  if (streams == 8) {
+    StreamRows<8>(w, x, begin, end, cols, y);
+  } else if (streams == 4) {
     StreamRows<4>(w, x, begin, end, cols, y);
   } else {
     StreamRows<2>(w, x, begin, end, cols, y);
@@ -254,27 +276,29 @@ void SplitRows(int64_t rows, int num_threads, const RunRows& run_rows) {
 
 namespace {
 
-// GemvStreams' choice: 0 before it is made, -1 while one thread times the two, else 2 or 4.
+// GemvStreams' choice: 0 before it is made, -1 while one thread times them, else 2, 4 or 8.
 std::atomic<int> chosen_streams{0};
 // A product this large reads its weights from memory (more than any last-level cache of the
 // machines measured), as a decode step's do.
 constexpr int64_t kCalibrationBytes = int64_t{64} << 20;
 
-// Times both stream counts on this product, single-threaded, three rounds in alternating
-// order, and returns the faster (best of its rounds). Writes y (the same bits every time).
+// Times each stream count on this product, single-threaded, three rounds in alternating
+// order, and returns the fastest (best of its rounds). Writes y (the same bits every time).
 int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
-  double best[2] = {1e300, 1e300};  // 2 streams, 4 streams
+  constexpr int kCandidates[] = {2, 4, 8};
+  constexpr int kCount = 3;
+  double best[kCount] = {1e300, 1e300, 1e300};
   for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < 2; ++i) {
-      const int which = (round % 2 == 0) ? i : 1 - i;
+    for (int i = 0; i < kCount; ++i) {
+      const int which = (round % 2 == 0) ? i : kCount - 1 - i;
       const auto start = std::chrono::steady_clock::now();
-      HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, which == 0 ? 2 : 4);
+      HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, kCandidates[which]);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       best[which] = std::min(best[which], seconds);
     }
   }
-  return best[1] < best[0] ? 4 : 2;
+  return kCandidates[std::min_element(best, best + kCount) - best];
 }
 
 // The stream count for this call: the choice, once made; else 2, except that the first call
@@ -302,7 +326,7 @@ int GemvStreams() {
 
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
                      int num_threads, int streams) {
-  KV_CHECK(streams == 2 || streams == 4);
+  KV_CHECK(streams == 2 || streams == 4 || streams == 8);
   SplitRows(rows, num_threads, [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y, streams);
   });
