@@ -83,12 +83,20 @@ HWY_INLINE VF LoadF32(DF df, const hwy::bfloat16_t* p) {
   return hn::PromoteTo(df, hn::LoadU(dh, p));
 }
 
-// K or V rows of a tile: key t's row starts `stride` elements after key t - 1's.
+// K or V rows of a tile: key t's row starts `stride` elements after key t - 1's; or, for a
+// tile taken from 2^segment_shift segments of the block's keys (DenseTiles), key t is row
+// t >> segment_shift of segment t mod 2^segment_shift, the segments segment_stride elements
+// apart, so that consecutive keys come from different segments.
 template <typename T>
 struct Rows {
   const T* first;
   int64_t stride;
-  const T* operator[](int64_t t) const { return first + t * stride; }
+  int64_t segment_stride = 0;
+  int segment_shift = 0;
+  const T* operator[](int64_t t) const {
+    const int64_t segment = t & ((int64_t{1} << segment_shift) - 1);
+    return first + segment * segment_stride + (t >> segment_shift) * stride;
+  }
 };
 
 // Requests the cache lines of `bytes` from `row` into L1.
