@@ -110,22 +110,14 @@ void SeedTableArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_SeedTable)->Apply(SeedTableArgs)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Reads every float of `layers` (each a K and a V tensor) once: the streaming floor, with the
-// widest vectors this CPU has (bench/streaming_sum.h).
-float SumAll(const std::vector<std::pair<Tensor, Tensor>>& layers) {
+// widest vectors this CPU has (bench/streaming_sum.h), each array front to back or, when
+// `interleaved`, as 8 streams side by side (InterleavedStreamingSum).
+float SumAll(const std::vector<std::pair<Tensor, Tensor>>& layers, bool interleaved = false) {
+  const auto sum_of = interleaved ? bench::InterleavedStreamingSum : bench::StreamingSum;
   float sum = 0;
   for (const auto& [k, v] : layers) {
-    sum += bench::StreamingSum(k.data<float>(), k.num_elements());
-    sum += bench::StreamingSum(v.data<float>(), v.num_elements());
-  }
-  return sum;
-}
-
-// SumAll with each array read as 8 streams side by side.
-float SumAllInterleaved(const std::vector<std::pair<Tensor, Tensor>>& layers) {
-  float sum = 0;
-  for (const auto& [k, v] : layers) {
-    sum += bench::InterleavedStreamingSum(k.data<float>(), k.num_elements());
-    sum += bench::InterleavedStreamingSum(v.data<float>(), v.num_elements());
+    sum += sum_of(k.data<float>(), k.num_elements());
+    sum += sum_of(v.data<float>(), v.num_elements());
   }
   return sum;
 }
@@ -191,7 +183,7 @@ BENCHMARK(BM_DecodeLayers)
 // meet the same seconds of this VM's memory bandwidth, which moves by tens of percent from
 // minute to minute (separate benchmarks of the two measured the cold ratio anywhere from 69%
 // to 102%). The passes are of two kinds, in turn before and after: each array front to back,
-// and each array as 8 streams side by side (InterleavedStreamingSum), which some cores read
+// and each array as 8 streams side by side (SumAll's interleaved form), which some cores read
 // much faster (a Zen 2 VM's one core read a decode step's weights 50% faster so); the floor
 // is the faster kind. The reported time is the decode's; floor_share is the faster kind's
 // total time over the decode's, the fraction of the streaming read the decode reaches, and
@@ -210,7 +202,7 @@ void BM_DecodePairedLayers(benchmark::State& state) {
     const bool front_first = iteration++ % 2 == 0;
     auto pass = [&](bool front) {
       const Clock::time_point start = Clock::now();
-      benchmark::DoNotOptimize(front ? SumAll(layers) : SumAllInterleaved(layers));
+      benchmark::DoNotOptimize(SumAll(layers, /*interleaved=*/!front));
       (front ? front_seconds : streams_seconds) +=
           std::chrono::duration<double>(Clock::now() - start).count();
     };
