@@ -184,13 +184,13 @@ HWY_INLINE void GroupTile(DF df, const FlashProblem& p, const RowBlock& block, i
   AccumulateTile<kRows>(df, states, scores, values, count, loop_dim);
 }
 
-// Segmented tiles: a block's keys are cut in kSegments equal segments, and a tile takes the
-// next keys of every segment, consecutive keys from different segments (Rows), so that the
-// score pass reads kSegments K streams at once and the value pass as many V streams. Some
+// Segmented tiles: a block's keys are cut in 2^kSegmentShift (four) equal segments, and a
+// tile takes the next keys of every segment, consecutive keys from different segments (Rows),
+// so that the score pass reads four K streams at once and the value pass four V streams. Some
 // cores fetch several streams from memory much faster than one: a Zen 2 VM's one core read
 // 30 layers' K/V at 21.4 GB/s as eight streams against 12.2 front to back, and there (AVX2,
-// three rows, D = 64, 256-key tiles) four segments took 30 cold layers 0.61x the time (three
-// alternating pairs of builds, 2026-12-04; BM_DecodePairedLayers) and one cached layer 0.92x;
+// three rows, D = 64, 256-key tiles) four segments took 30 cold layers 0.71x the time and one
+// cached layer 0.98x (four alternating pairs of builds, 2026-12-04; BM_DecodePairedLayers);
 // eight segments measured between one and four. The keys' order within the block only
 // changes the rounding of the sums (the softmax is the same over any order); the score rules
 // that depend on a key's position (ALiBi, a mask) need plain tiles.
@@ -198,6 +198,15 @@ constexpr int kSegmentShift = 2;
 
 bool SegmentsAllowed(const FlashProblem& p) {
   return p.alibi_slopes == nullptr && p.mask == nullptr;
+}
+
+// The rows of `op` read in place from key `first` on: one after another or, with a segment
+// length, as a segmented tile of 2^kSegmentShift segments of that many keys.
+template <typename T>
+Rows<T> InPlaceRows(const Operand& op, int64_t b, int64_t kv_head, int64_t first,
+                    int64_t segment = 0) {
+  return {reinterpret_cast<const T*>(op.Row(b, kv_head, first)), op.stride[2],
+          segment * op.stride[2], segment > 0 ? kSegmentShift : 0};
 }
 
 // T: element type of the rows as read (float for widened scratch rows).
@@ -264,11 +273,9 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
     if (SegmentsAllowed(p) && per_segment >= 1 && segment >= per_segment) {
       for (int64_t offset = 0; offset < segment; offset += per_segment) {
         const int64_t first = block.key_begin + offset;
-        const Rows<T> keys{reinterpret_cast<const T*>(p.k.Row(b, kv_head, first)), p.k.stride[2],
-                           segment * p.k.stride[2], kSegmentShift};
-        const Rows<T> values{reinterpret_cast<const T*>(p.v.Row(b, kv_head, first)),
-                             p.v.stride[2], segment * p.v.stride[2], kSegmentShift};
-        run_tile(first, std::min(per_segment, segment - offset) << kSegmentShift, keys, values);
+        run_tile(first, std::min(per_segment, segment - offset) << kSegmentShift,
+                 InPlaceRows<T>(p.k, b, kv_head, first, segment),
+                 InPlaceRows<T>(p.v, b, kv_head, first, segment));
       }
       begin = block.key_begin + (segment << kSegmentShift);
     }
@@ -288,8 +295,8 @@ void DenseTiles(DF df, const FlashProblem& p, const RowBlock& block, RowState* s
       keys = {scratch.k.data(), loop_dim};
       values = {scratch.v.data(), loop_dim};
     } else {
-      keys = {reinterpret_cast<const T*>(p.k.Row(b, kv_head, first)), p.k.stride[2]};
-      values = {reinterpret_cast<const T*>(p.v.Row(b, kv_head, first)), p.v.stride[2]};
+      keys = InPlaceRows<T>(p.k, b, kv_head, first);
+      values = InPlaceRows<T>(p.v, b, kv_head, first);
     }
     run_tile(first, count, keys, values);
   }

@@ -20,8 +20,8 @@ namespace kvcheck::model {
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
 // How many far-apart rows Gemv reads at a time, each a front-to-back stream: 2, 4 or 8, or 0
 // while not yet chosen. Which is fastest depends on the machine (on a Zen 2 VM four gave 15-23%
-// more tokens per second than two, and eight more again; on a Zen 4 VM two read the weights as
-// fast or faster, gemv.cc), so the process's first product of at least 64 MiB of weights times
+// more tokens per second than two, and eight took the step's products 0.90x the time of four;
+// on a Zen 4 VM two read the weights as fast or faster, gemv.cc), so the process's first product of at least 64 MiB of weights times
 // each (three rounds, one thread, about nine extra products, once) and keeps the fastest;
 // until then Gemv reads two. Every row's bits are the same whichever.
 int GemvStreams();
