@@ -97,9 +97,17 @@ template <int kStreams>
 void StreamRows(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                 float* y) {
   const int64_t part = (end - begin) / kStreams;
+  // Row offsets within the parts, stepped and wrapped without a division: the 64-bit `%` per
+  // stream and row that this replaced held 0.9% of a generated token's samples on a Zen 2 VM
+  // (perf, one thread, 2026-12-04; BM_DecodeStepGemv 0.99x the time after, six pairs).
+  int64_t offset[kStreams];
+  for (int j = 0; j < kStreams; ++j) offset[j] = part > 0 ? j % part : 0;
   for (int64_t i = 0; i < part; ++i) {
     int64_t rows[kStreams];
-    for (int j = 0; j < kStreams; ++j) rows[j] = begin + j * part + (i + j) % part;
+    for (int j = 0; j < kStreams; ++j) {
+      rows[j] = begin + j * part + offset[j];
+      offset[j] = offset[j] + 1 == part ? 0 : offset[j] + 1;
+    }
     GemvFarRows<kStreams>(w, x, rows, cols, y);
   }
   for (int64_t r = begin + kStreams * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
