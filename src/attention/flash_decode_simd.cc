@@ -50,13 +50,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr int kMaxGroupRows = 4;
 
-// Accumulator vectors the value pass keeps in registers per row group: half the register file;
-// the rest holds the V vectors and the broadcast weight.
-constexpr int kAccumulatorRegisters = kVectorRegisters / 2;
-// Vectors of D per pass of the value update for a group of `rows` rows: 4, 2 or 1.
+// Vectors of D per pass of the value update for a group of `rows` rows: 4, 2 or 1, the most
+// for which the rows x kDV accumulators, the rows' broadcast weights of the key and one V
+// vector fit in the register file (AccumulatePass keeps them all there). GQA's three rows on
+// AVX2 take 12 + 3 + 1 of the 16: two passes of four vectors over D = 64 instead of four of
+// two (when the V vectors were all loaded before the weights, 4 + 1 + 8 left no room for
+// four), half the broadcasts of the weights and of the passes' loop work. Zen 2 VM (one
+// core, 2026-12-04, BM_FlashDecode and BM_DecodePairedLayers, ab_pair.sh, four pairs each):
+// one cached (1, 4096) call 0.98x the time, 30 layers from memory 0.94x.
 constexpr int ValueVectors(int rows) {
-  const int fit = kAccumulatorRegisters / rows;
-  return fit >= 4 ? 4 : fit >= 2 ? 2 : 1;
+  auto fits = [rows](int vectors) { return rows * vectors + rows + 1 <= kVectorRegisters; };
+  return fits(4) ? 4 : fits(2) ? 2 : 1;
 }
 
 // F16C's vcvtph2ps is exact for every f16 (subnormals, inf, NaN). Highway 1.0.3's emulation on
@@ -88,26 +92,39 @@ HWY_INLINE void AccumulatePass(DF df, RowState* states, const float* p, const Ro
       e[r][j] = hn::Zero(df);
     }
   }
-  auto add_key = [&](int64_t t, VF(&acc)[kRows][kDV]) HWY_ATTR {
-    const T* v = values[t] + d;
-    VF x[kDV];
+  // The key's weights first, then one V vector at a time: kRows x kDV accumulators, kRows
+  // weights and one V vector in registers (ValueVectors).
+  auto add_key = [&](int64_t t, const T* v, VF(&acc)[kRows][kDV]) HWY_ATTR {
+    VF w[kRows];
     HWY_UNROLL(4)
-    for (int j = 0; j < kDV; ++j) x[j] = InRegister(LoadF32(df, v + j * kN));
+    for (int r = 0; r < kRows; ++r) w[r] = hn::Set(df, p[r * kTile + t]);
     HWY_UNROLL(4)
-    for (int r = 0; r < kRows; ++r) {
-      const VF w = hn::Set(df, p[r * kTile + t]);
+    for (int j = 0; j < kDV; ++j) {
+      const VF x = InRegister(LoadF32(df, v + j * kN));
       HWY_UNROLL(4)
-      for (int j = 0; j < kDV; ++j) acc[r][j] = hn::MulAdd(w, x[j], acc[r][j]);
+      for (int r = 0; r < kRows; ++r) acc[r][j] = hn::MulAdd(w[r], x, acc[r][j]);
     }
   };
+  // Each key's row from a pointer stepped every four keys and a table of the four offsets
+  // within them (Rows::Offset): computed per key (a shift, a mask, two multiplies), the
+  // address took more instructions than the key's loads (Zen 2 VM, with the four-vector
+  // passes: one cached call 0.98x the time, 30 layers from memory 0.89x, 4 of 4 pairs).
+  // Even keys into c, odd ones into e with kSplit.
+  const int64_t offsets[4] = {0, values.Offset(1), values.Offset(2), values.Offset(3)};
+  const int64_t step = values.Offset(4);
+  const T* v = values.first + d;
   int64_t t = 0;
   if constexpr (kSplit) {
     for (; t + 2 <= count; t += 2) {
-      add_key(t, c);
-      add_key(t + 1, e);
+      add_key(t, v + offsets[t & 3], c);
+      add_key(t + 1, v + offsets[(t + 1) & 3], e);
+      if ((t & 3) == 2) v += step;
     }
   }
-  for (; t < count; ++t) add_key(t, c);
+  for (; t < count; ++t) {
+    add_key(t, v + offsets[t & 3], c);
+    if ((t & 3) == 3) v += step;
+  }
   HWY_UNROLL(4)
   for (int r = 0; r < kRows; ++r) {
     HWY_UNROLL(4)
@@ -153,12 +170,12 @@ struct DenseScratch {
 // rows (scratch written, then read) in tiles of kFlashTile, which stay in L1.
 // Why the smaller budget for strided passes: each pass reads a few vectors of every V row of
 // the tile, so the whole tile's V is read once per pass and must stay close between them.
-// Zen 2 VM (AVX2: three rows, D = 64, four passes; 512 KiB second-level cache), alternating
-// pairs of builds of BM_DecodePairedLayers (2026-12-04): 256-key tiles against 4096-key ones
-// took 0.93-0.95x the time for one cached layer (faster in 11 of 14 pairs) and 0.91-1.04x,
-// median of the three sets 0.96x, for 30 layers from memory (faster in 10 of 14); 1024-key
-// tiles could not be told from 4096 (1.00x and 1.02x, four pairs); 128 and 512 keys against
-// 256 went either way by up to 10% between hot and cold.
+// Zen 2 VM (AVX2: three rows, D = 64, then four passes over D, now two; 512 KiB second-level
+// cache), alternating pairs of builds of BM_DecodePairedLayers (2026-12-04): 256-key tiles against
+// 4096-key ones took 0.93-0.95x the time for one cached layer (faster in 11 of 14 pairs) and
+// 0.91-1.04x, median of the three sets 0.96x, for 30 layers from memory (faster in 10 of 14);
+// 1024-key tiles could not be told from 4096 (1.00x and 1.02x, four pairs); 128 and 512 keys
+// against 256 went either way by up to 10% between hot and cold.
 constexpr int64_t kTileBudgetBytes = 512 * 1024;
 constexpr int64_t kStridedTileBudgetBytes = 128 * 1024;
 int64_t TileKeys(const FlashProblem& p, bool widened, int groups, bool strided_values,
@@ -205,6 +222,7 @@ bool SegmentsAllowed(const FlashProblem& p) {
 template <typename T>
 Rows<T> InPlaceRows(const Operand& op, int64_t b, int64_t kv_head, int64_t first,
                     int64_t segment = 0) {
+  static_assert(kSegmentShift <= kMaxSegmentShift, "Rows::Offset's four-key period");
   return {reinterpret_cast<const T*>(op.Row(b, kv_head, first)), op.stride[2],
           segment * op.stride[2], segment > 0 ? kSegmentShift : 0};
 }
