@@ -258,27 +258,35 @@ HWY_EXPORT(BatchLimitImpl);
 namespace {
 
 // Runs run_rows(begin, end) over [0, rows), on up to num_threads threads. Several threads
-// claim chunks of kChunkRows rows (each chunk two streams of 24 rows), not one static range
-// each: the threads' shares of the memory system differ from moment to moment, and with
-// static halves each of a decode step's 73 products ended when the slower thread did. The
-// step's products on the 2-core Intel Xeon (AVX-512) VM, two threads, alternating runs
-// (bench/gemv_benchmark): static halves 25.5-29.6 ms, chunks of 48 rows 17.6-21.0 ms (12
-// rows: 20.0-22.7, 24: 18.6-22.3, 72: 19.6-23.9); one thread is the same either way
-// (31.9-33.6 ms), so it keeps the whole range.
+// claim chunks of chunk_rows rows, not one static range each: the threads' shares of the
+// memory system differ from moment to moment, and with static halves each of a decode step's
+// 73 products ended when the slower thread did. The step's products on the 2-core Intel Xeon
+// (AVX-512) VM, two threads, two streams per chunk, alternating runs (bench/gemv_benchmark):
+// static halves 25.5-29.6 ms, chunks of 48 rows 17.6-21.0 ms (12 rows: 20.0-22.7, 24:
+// 18.6-22.3, 72: 19.6-23.9); one thread is the same either way (31.9-33.6 ms), so it keeps
+// the whole range.
 template <typename RunRows>
-void SplitRows(int64_t rows, int num_threads, const RunRows& run_rows) {
+void SplitRows(int64_t rows, int num_threads, int64_t chunk_rows, const RunRows& run_rows) {
   const int64_t parts = std::min<int64_t>(num_threads, std::max<int64_t>(1, rows / 64));
   if (parts <= 1) {
     run_rows(0, rows);
     return;
   }
-  constexpr int64_t kChunkRows = 48;
-  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
   SharedThreadPool(static_cast<int>(parts)).ParallelFor(chunks, [&](int64_t chunk) {
-    const int64_t begin = chunk * kChunkRows;
-    run_rows(begin, std::min(rows, begin + kChunkRows));
+    const int64_t begin = chunk * chunk_rows;
+    run_rows(begin, std::min(rows, begin + chunk_rows));
   });
 }
+
+// Rows per stream in a chunk of a threaded product: the Xeon's best 48-row chunks were two
+// streams of 24 rows, and a chunk keeps that length per stream whatever the count. With eight
+// streams in 48-row chunks (six rows, 18 KiB, each) the Zen 2 VM's two-thread generation
+// read 74-75% of its paired limit, with 192-row chunks 80-81% (384: 80-81%; two alternating
+// rounds, 2026-12-04).
+constexpr int64_t kRowsPerStream = 24;
+// The batch form's chunks: six streams (GemvBatchRowsImpl) of 8 rows.
+constexpr int64_t kBatchChunkRows = 48;
 
 }  // namespace
 
@@ -335,7 +343,7 @@ int GemvStreams() {
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
                      int num_threads, int streams) {
   KV_CHECK(streams == 2 || streams == 4 || streams == 8);
-  SplitRows(rows, num_threads, [&](int64_t begin, int64_t end) {
+  SplitRows(rows, num_threads, kRowsPerStream * streams, [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y, streams);
   });
 }
@@ -353,7 +361,7 @@ void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t 
     Gemv(w, x, rows, cols, y, num_threads);
     return;
   }
-  SplitRows(rows, num_threads, [&](int64_t begin, int64_t end) {
+  SplitRows(rows, num_threads, kBatchChunkRows, [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(GemvBatchRowsImpl)(w, x, m, begin, end, cols, rows, y);
   });
 }
