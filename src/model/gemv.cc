@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
@@ -292,7 +293,12 @@ constexpr int64_t kBatchChunkRows = 48;
 
 namespace {
 
-// GemvStreams' choice: 0 before it is made, -1 while one thread times them, else 2, 4 or 8.
+// The stream counts GemvRowsImpl takes, which TimeStreams times.
+constexpr int kStreamCounts[] = {2, 4, 8};
+constexpr int kStreamCountsSize = static_cast<int>(std::size(kStreamCounts));
+
+// GemvStreams' choice: 0 before it is made, -1 while one thread times them, else one of
+// kStreamCounts.
 std::atomic<int> chosen_streams{0};
 // A product this large reads its weights from memory (more than any last-level cache of the
 // machines measured), as a decode step's do.
@@ -301,20 +307,19 @@ constexpr int64_t kCalibrationBytes = int64_t{64} << 20;
 // Times each stream count on this product, single-threaded, three rounds in alternating
 // order, and returns the fastest (best of its rounds). Writes y (the same bits every time).
 int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
-  constexpr int kCandidates[] = {2, 4, 8};
-  constexpr int kCount = 3;
-  double best[kCount] = {1e300, 1e300, 1e300};
+  double best[kStreamCountsSize];
+  std::fill(best, best + kStreamCountsSize, 1e300);
   for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < kCount; ++i) {
-      const int which = (round % 2 == 0) ? i : kCount - 1 - i;
+    for (int i = 0; i < kStreamCountsSize; ++i) {
+      const int which = (round % 2 == 0) ? i : kStreamCountsSize - 1 - i;
       const auto start = std::chrono::steady_clock::now();
-      HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, kCandidates[which]);
+      HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, kStreamCounts[which]);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       best[which] = std::min(best[which], seconds);
     }
   }
-  return kCandidates[std::min_element(best, best + kCount) - best];
+  return kStreamCounts[std::min_element(best, best + kStreamCountsSize) - best];
 }
 
 // The stream count for this call: the choice, once made; else 2, except that the first call
@@ -342,7 +347,8 @@ int GemvStreams() {
 
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
                      int num_threads, int streams) {
-  KV_CHECK(streams == 2 || streams == 4 || streams == 8);
+  KV_CHECK(std::find(std::begin(kStreamCounts), std::end(kStreamCounts), streams) !=
+           std::end(kStreamCounts));
   SplitRows(rows, num_threads, kRowsPerStream * streams, [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y, streams);
   });

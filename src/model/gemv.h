@@ -1,9 +1,9 @@
 // File: gemv.h
 // Matrix-vector product for decode steps: y[n] = sum_k w[n * cols + k] x[k], w row-major
 // [rows, cols]. Memory bound: every weight is read once per call, so the kernel reads two,
-// four or eight far-apart rows at a time (GemvStreams), each a long front-to-back stream, with FMA
-// accumulators (Highway, dynamic dispatch), and splits the rows over threads. GemvScalar is the
-// plain path beside it.
+// four or eight far-apart rows at a time (GemvStreams), each a long front-to-back stream,
+// with FMA accumulators (Highway, dynamic dispatch), and splits the rows over threads.
+// GemvScalar is the plain path beside it.
 //
 // Why not OpenBLAS sgemv: Debian's OpenBLAS 0.3.21 does not recognise every current CPU; on
 // one development VM it fell back to its SSE3 ("PRESCOTT") kernels, 14 tokens/s for the 124M
@@ -21,9 +21,10 @@ void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, 
 // How many far-apart rows Gemv reads at a time, each a front-to-back stream: 2, 4 or 8, or 0
 // while not yet chosen. Which is fastest depends on the machine (on a Zen 2 VM four gave 15-23%
 // more tokens per second than two, and eight took the step's products 0.90x the time of four;
-// on a Zen 4 VM two read the weights as fast or faster, gemv.cc), so the process's first product of at least 64 MiB of weights times
-// each (three rounds, one thread, about nine extra products, once) and keeps the fastest;
-// until then Gemv reads two. Every row's bits are the same whichever.
+// on a Zen 4 VM two read the weights as fast or faster, gemv.cc), so the process's first
+// product of at least 64 MiB of weights times each (three rounds, one thread, about nine
+// extra products, once) and keeps the fastest; until then Gemv reads two. Every row's bits
+// are the same whichever.
 int GemvStreams();
 // Gemv with a given number of streams (2, 4 or 8, checked), for tests and benchmarks.
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
