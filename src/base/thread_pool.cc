@@ -51,20 +51,21 @@ void ThreadPool::RunItems() {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
-    auto started = [&] {
-      return stopping_.load(std::memory_order_acquire) ||
-             generation_.load(std::memory_order_acquire) != seen;
-    };
-    SpinFor(started);
-    {
+    auto started = [&] { return stopping_.load() || generation_.load() != seen; };
+    if (!SpinFor(started)) {
+      // Counted before the last check of `started` (inside wait): a caller that publishes a
+      // loop after that check sees the count and notifies under the mutex, which this thread
+      // holds until it sleeps.
       std::unique_lock<std::mutex> lock(mutex_);
+      sleeping_workers_.fetch_add(1);
       start_.wait(lock, started);
-      if (stopping_) return;
-      seen = generation_.load();
+      sleeping_workers_.fetch_sub(1);
     }
+    if (stopping_.load()) return;
+    seen = generation_.load();
     RunItems();
-    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // Taking the lock orders this notify after the caller's check of busy_workers_.
+    // The same handshake with a caller that stopped spinning (ParallelFor).
+    if (busy_workers_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lock(mutex_);
       done_.notify_one();
     }
@@ -77,23 +78,25 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
     for (int64_t i = 0; i < count; ++i) fn(i);
     return;
   }
-  {
+  // No worker reads these until it sees the new generation: the last loop's workers have all
+  // finished with them (busy_workers_ reached 0 before that loop returned).
+  fn_ = &fn;
+  count_ = count;
+  next_.store(0, std::memory_order_relaxed);
+  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1);
+  if (sleeping_workers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    fn_ = &fn;
-    count_ = count;
-    next_.store(0);
-    busy_workers_.store(static_cast<int>(workers_.size()));
-    generation_.fetch_add(1, std::memory_order_release);
+    start_.notify_all();
   }
-  start_.notify_all();
   RunItems();
-  auto done = [&] { return busy_workers_.load(std::memory_order_acquire) == 0; };
+  auto done = [&] { return busy_workers_.load() == 0; };
   if (!SpinFor(done)) {
     std::unique_lock<std::mutex> lock(mutex_);
+    caller_sleeping_.store(true);
     done_.wait(lock, done);
+    caller_sleeping_.store(false);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  fn_ = nullptr;
 }
 
 ThreadPool& SharedThreadPool(int num_threads) {
