@@ -420,10 +420,5 @@ bool TakeSimdTargetFlag(int& argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (!TakeSimdTargetFlag(argc, argv)) return 1;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  kvcheck::bench::AddMachineContext();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return kvcheck::bench::RunWithMachineContext(argc, argv);
 }

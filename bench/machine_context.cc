@@ -36,4 +36,13 @@ void AddMachineContext() {
   }
 }
 
+int RunWithMachineContext(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  AddMachineContext();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 }  // namespace kvcheck::bench

@@ -21,6 +21,10 @@ std::vector<std::pair<std::string, std::string>> MachineContextLines(bool read_b
 // Measures (about a second) and adds the context lines. Call before RunSpecifiedBenchmarks.
 void AddMachineContext();
 
+// A benchmark program's main: Google Benchmark's flags (an unknown one is an error, exit
+// status 1), the context lines, then the registered benchmarks. Returns the exit status.
+int RunWithMachineContext(int argc, char** argv);
+
 }  // namespace kvcheck::bench
 
 #endif  // KVCHECK_BENCH_MACHINE_CONTEXT_H_

@@ -52,10 +52,4 @@ BENCHMARK(BM_ShortLoop)->Arg(2)->ArgName("threads")->UseRealTime();
 }  // namespace
 }  // namespace kvcheck
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  kvcheck::bench::AddMachineContext();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return kvcheck::bench::RunWithMachineContext(argc, argv); }
