@@ -14,8 +14,8 @@
 // When every loop took the mutex to start and to finish, the worker's and the caller's turns
 // on it collided: an empty two-thread loop took 0.70 us against 0.20 now, a loop of four
 // 2 us items 5.98 against 5.65 us (bench/thread_pool_benchmark, Zen 2 VM, four alternating
-// pairs, 2026-12-04), and two-thread generation (prealloc) read 80-82% of its paired limit
-// against 79-82% (eight alternating pairs).
+// pairs, 2026-12-04), and two-thread generation (prealloc) read 80-83% of its paired limit
+// (median 81%) against 79-82% (median 80.5%; eight alternating pairs).
 #ifndef KVCHECK_SRC_BASE_THREAD_POOL_H_
 #define KVCHECK_SRC_BASE_THREAD_POOL_H_
 
