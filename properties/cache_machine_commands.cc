@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,6 +32,12 @@ TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
     }
   }
   return spec;
+}
+
+// Every byte of t's storage set to 0xFF: NaN in f32, f16 and bf16.
+void OverwriteWithNaN(const Tensor& t) {
+  if (t.storage() == nullptr) return;
+  std::memset(t.storage()->bytes(), 0xFF, static_cast<size_t>(t.storage()->num_bytes()));
 }
 
 }  // namespace
@@ -160,6 +167,17 @@ void AppendTokens::run(const Model& m0, Sut& sut) const {
   const std::string mismatch =
       DescribeViewMismatch(*view, branch, m.dtype, m.strategy->per_row, "returned view");
   if (!mismatch.empty()) RC_FAIL(mismatch);
+  // The caller owns its k and v and may reuse them at once (a decode loop writes every step's
+  // K and V into the same scratch): no view may change when it does. Overwritten with NaN
+  // bits, the inputs would show through any view that still reads them (CheckMachine below
+  // looks at every branch).
+  OverwriteWithNaN(*k);
+  OverwriteWithNaN(*v);
+  const std::string kept_input = DescribeViewMismatch(
+      *view, branch, m.dtype, m.strategy->per_row,
+      "returned view, after the caller overwrote the k and v it had appended (the cache still "
+      "reads the caller's buffers)");
+  if (!kept_input.empty()) RC_FAIL(kept_input);
   sut.last_views[branch_] = SavedView{*view, view->k.ToBits(), view->v.ToBits()};
   CheckMachine(m, sut, branch_);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "properties/generators.h"
 #include "rapidcheck.h"
 #include "reference/reference_decoder.h"
+#include "reference/token_choice.h"
 #include "src/attention/kernel_registry.h"
 
 namespace kvcheck::properties {
@@ -31,12 +33,25 @@ struct DecoderCase {
   std::string kernel;
   const AttentionKernel* kernel_ptr = nullptr;
   int64_t cache_window = 0;
+  // wq and wk multiplied by this after RandomWeights: with GPT-2's initialisation alone
+  // (std 0.02) the scores are so small that every row's softmax is nearly uniform, and a
+  // wrong position (RoPE's angles, a key's slot) barely moves a logit; larger gains make
+  // the attention peak on a few keys.
+  float attention_gain = 1.0f;
+  // Greedy (0) or seeded sampling: the laws compare generators that must draw the same
+  // tokens from the same logits, and a Reset must restart the draws from the seed.
+  float temperature = 0.0f;
+  uint64_t sampling_seed = 0;
 };
 
 void showValue(const DecoderCase& c, std::ostream& os) {
   os << c.config.ToString() << ", weight seed " << c.weight_seed << ", prompt ["
      << absl::StrJoin(c.prompt, ",") << "], " << c.new_tokens << " new tokens, kernel " << c.kernel
-     << ", cache window " << c.cache_window;
+     << ", cache window " << c.cache_window << ", attention gain " << c.attention_gain;
+  if (c.temperature > 0) {
+    os << ", temperature " << c.temperature << ", sampling seed " << c.sampling_seed;
+  }
+  if (c.config.kind == DecoderKind::kLlama) os << ", rope_theta " << c.config.rope_theta;
 }
 
 // The kernels the decoders run on: the subject's kernels that implement what a decoder
@@ -76,7 +91,14 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy,
     if (m.kind == DecoderKind::kLlama && Sometimes(50)) {
       m.sliding_window = *Uniform<int64_t>(1, 8);
     }
+    // Small bases turn every RoPE pair a visible angle per position within a short prompt.
+    if (m.kind == DecoderKind::kLlama) m.rope_theta = *rc::gen::element(10000.0f, 100.0f, 10.0f);
     c.weight_seed = *rc::gen::arbitrary<uint64_t>();
+    c.attention_gain = *rc::gen::element(1.0f, 4.0f, 16.0f);
+    if (Sometimes(30)) {
+      c.temperature = *rc::gen::element(1.0f, 0.5f, 2.0f);
+      c.sampling_seed = *rc::gen::arbitrary<uint64_t>();
+    }
     c.prompt = *rc::gen::container<std::vector<int32_t>>(
         static_cast<size_t>(*Uniform(1, 10)),
         rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.vocab_size)));
@@ -100,6 +122,13 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy,
 std::unique_ptr<Decoder> MakeDecoder(const DecoderCase& c) {
   absl::StatusOr<model::DecoderWeights> weights = model::RandomWeights(c.config, c.weight_seed);
   RC_ASSERT(weights.ok());
+  if (c.attention_gain != 1.0f) {
+    model::ForEachWeight(*weights, [&](const std::string& name, const std::vector<int64_t>&,
+                                       model::WeightArray& data) {
+      if (!name.ends_with(".wq") && !name.ends_with(".wk")) return;
+      for (float& x : data) x *= c.attention_gain;
+    });
+  }
   absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(*std::move(weights));
   RC_ASSERT(decoder.ok());
   return *std::move(decoder);
@@ -181,6 +210,8 @@ GenerationOptions Options(const DecoderCase& c, const CacheStrategy* strategy) {
   o.cache_window = c.cache_window;
   o.attention_kernel = c.kernel;
   o.kernel = c.kernel_ptr;
+  o.temperature = c.temperature;
+  o.sampling_seed = c.sampling_seed;
   return o;
 }
 
@@ -372,6 +403,35 @@ PropertySpec EngineVsReferenceProperty(int cases) {
       }};
 }
 
+// ChooseToken against the exact choice (reference/token_choice.h): greedy with ties (logits
+// drawn from a few values) and sampled, eight draws from one seed. Draws whose uniform lies
+// within 1e-12 of a boundary of the exact CDF are not compared.
+PropertySpec TokenChoiceProperty(int cases) {
+  return {"generation/token_choice", cases, [] {
+            const int64_t vocab = *Uniform<int64_t>(1, 40);
+            const bool ties = Sometimes(50);
+            std::vector<float> logits(vocab);
+            for (float& l : logits) {
+              l = ties ? static_cast<float>(*Uniform(-2, 3))
+                       : static_cast<float>(*Uniform(-3000, 3001)) / 256.0f;
+            }
+            const float temperature = *rc::gen::element(0.0f, 1.0f, 0.25f, 4.0f);
+            const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
+            uint64_t engine_random = seed, exact_random = seed;
+            for (int draw = 0; draw < 8; ++draw) {
+              const int32_t got = model::ChooseToken(logits, temperature, engine_random);
+              const std::optional<int32_t> want =
+                  reference::ReferenceTokenChoice(logits, temperature, exact_random);
+              if (want.has_value() && got != *want) {
+                RC_FAIL(absl::StrCat("draw ", draw, " at temperature ", temperature, " from [",
+                                     absl::StrJoin(logits, ","), "], seed ", seed, ": token ",
+                                     got, ", the exact choice ", *want));
+              }
+            }
+            RC_TAG(temperature == 0 ? "greedy" : "sampled", ties ? "ties" : "spread");
+          }};
+}
+
 std::vector<PropertySpec> GenerationProperties(const Subject& subject) {
   std::vector<PropertySpec> specs;
   if (DecoderStrategies(subject).empty()) return specs;
@@ -385,7 +445,10 @@ std::vector<PropertySpec> GenerationProperties(const Subject& subject) {
   bool resets = true;
   for (const CacheStrategy* strategy : DecoderStrategies(subject)) resets &= strategy->resets;
   if (resets) specs.push_back(ResetBetweenGenerationsProperty(CorrectGenerator(), 200, "", subject));
-  if (subject.builtin) specs.push_back(EngineVsReferenceProperty(200));
+  if (subject.builtin) {
+    specs.push_back(EngineVsReferenceProperty(200));
+    specs.push_back(TokenChoiceProperty(300));
+  }
   return specs;
 }
 

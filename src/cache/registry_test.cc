@@ -2,6 +2,7 @@
 // basic contract of kv_cache.h, independent of the reference model.
 #include "src/cache/registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -155,6 +156,52 @@ TEST_P(CacheContractTest, BadAppendsFailWithTheirCodeAndChangeNothing) {
   }
   EXPECT_EQ(cache->seq_len(), 3);
   EXPECT_EQ(cache->View()->k.ToBits(), bits);
+}
+
+// The length limit admits an append that ends exactly at kMaxSequenceLength tokens, as the
+// first append (checked before the shape is fixed) and as a later one (the step's own check).
+// A zero-stride view gives the length without the memory. A window strategy keeps the last W
+// tokens, takes it and then refuses one token more; the others cannot hold 2^40 slots and
+// refuse it for their storage budget (kResourceExhausted), not for its length.
+TEST_P(CacheContractTest, AnAppendEndingAtTheLengthLimitIsRefusedOnlyForItsStorage) {
+  const Tensor token = Tokens(dtype(), 1, 1, 1, 4, 7);
+  for (const int64_t before : {int64_t{0}, int64_t{3}}) {
+    SCOPED_TRACE(before == 0 ? "the first append" : "after 3 tokens");
+    std::unique_ptr<KvCache> cache = Make();
+    if (before > 0) {
+      const Tensor k = Tokens(dtype(), 2, 2, before, 4, 0);
+      ASSERT_OK(cache->Append(k, k));
+    }
+    const Tensor broadcast = *Tensor::View(
+        token.storage(), *Layout::Strided({2, 2, kMaxSequenceLength - before, 4}, {0, 0, 0, 1}, 0));
+    absl::StatusOr<CacheView> view = cache->Append(broadcast, broadcast);
+    if (!strategy().windowed) {
+      EXPECT_THAT(view, StatusIs(absl::StatusCode::kResourceExhausted));
+      EXPECT_EQ(cache->seq_len(), before);
+      continue;
+    }
+    ASSERT_OK(view);
+    EXPECT_EQ(cache->seq_len(), kMaxSequenceLength);
+    const int64_t window = strategy().default_config.window;
+    ASSERT_EQ(view->length(), window);
+    for (int64_t b = 0; b < 2; ++b) {
+      std::vector<int64_t> seen;
+      for (int64_t j = 0; j < window; ++j) seen.push_back(view->position(b, j));
+      std::sort(seen.begin(), seen.end());
+      std::vector<int64_t> expected(window);
+      std::iota(expected.begin(), expected.end(), kMaxSequenceLength - window);
+      EXPECT_EQ(seen, expected);
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < window; ++j)
+          for (int64_t d = 0; d < 4; ++d) {
+            EXPECT_EQ(view->k.GetFloat({b, h, j, d}), Expected(0, 0, 7, d, dtype()));
+            EXPECT_EQ(view->v.GetFloat({b, h, j, d}), Expected(0, 0, 7, d, dtype()));
+          }
+    }
+    const Tensor next = Tokens(dtype(), 2, 2, 1, 4, 9);
+    EXPECT_THAT(cache->Append(next, next), StatusIs(absl::StatusCode::kOutOfRange));
+    EXPECT_EQ(cache->seq_len(), kMaxSequenceLength);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
