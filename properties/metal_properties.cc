@@ -125,12 +125,21 @@ std::vector<PropertySpec> MetalLawsBetweenKernels() {
   };
   KernelCaseLimits one_row;
   one_row.q_lens = {1};
+  // The tiled kernel's edges: row tiles of kSdpaTiledRows (32) queries, key blocks of
+  // kSdpaTiledKeys (16), and its causal block limit, which must reach the block holding the
+  // tile's last row's own key. Sq at and around a row tile, Skv - Sq at and around a key block.
+  KernelCaseLimits tile_edges;
+  tile_edges.q_lens = {31, 32, 33, 64};
+  tile_edges.kv_lens = {32, 33, 47, 48, 49, 64, 65, 81};
+  tile_edges.max_rows = 1;
   return {
       MetalKernelsAgree("attention/metal_vector_equals_2pass_at_the_threshold", threshold, 30,
                         {vector, two_pass, dispatcher}, dispatcher_picks),
       MetalKernelsAgree("attention/metal_tiled_one_row_equals_vector", one_row, 60,
                         {vector, tiled}),
       MetalKernelsAgree("attention/metal_equals_cpu_flash", {}, 100, {flash, dispatcher}),
+      MetalKernelsAgree("attention/metal_tiled_equals_cpu_flash_at_tile_edges", tile_edges, 200,
+                        {flash, tiled}),
   };
 }
 
