@@ -64,9 +64,9 @@ def run_one(mutant, logs):
     finally:
         subprocess.run(["git", "checkout", "--", path], cwd=ROOT, check=True)
     seconds = time.time() - start
-    text = open(log).read()
-    failed = [m.group(1) for m in map(RESULT.match, text.splitlines()) if m]
-    if "FAILED TO BUILD" in text or "Build did NOT complete" in text:
+    output = open(log).read()
+    failed = [m.group(1) for m in map(RESULT.match, output.splitlines()) if m]
+    if "FAILED TO BUILD" in output or "Build did NOT complete" in output:
         return "NOBUILD", seconds, failed
     return ("KILLED" if failed else "SURVIVED"), seconds, failed
 
