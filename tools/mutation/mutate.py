@@ -27,8 +27,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from mutants import MUTANTS  # noqa: E402
 
+# Every test that runs the engine, the engine transports' included (engines/: the C and Python
+# example engines drive src/engine). Not bench/, report/ or tools/: they test themselves.
 TARGETS = ["//properties/...", "//src/...", "//reference/...", "//defects/...", "//cli/...",
-           "//fuzz/..."]
+           "//fuzz/...", "//engines/...", "//regressions/..."]
 RESULT = re.compile(r"^(//\S+)\s+(?:\(cached\) )?(FAILED|TIMEOUT|FLAKY|NO STATUS|INCOMPLETE)")
 
 
