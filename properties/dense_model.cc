@@ -54,6 +54,17 @@ DenseTensor ModelTranspose(const DenseTensor& t, int dim0, int dim1) {
   return out;
 }
 
+DenseTensor ModelPermute(const DenseTensor& t, const std::vector<int>& order) {
+  DenseTensor out;
+  for (int d : order) out.shape.push_back(t.shape[d]);
+  ForEachIndex(out.shape, [&](const std::vector<int64_t>& index) {
+    std::vector<int64_t> in_t(index.size());
+    for (size_t i = 0; i < order.size(); ++i) in_t[order[i]] = index[i];
+    out.bits.push_back(t.bits[t.FlatIndex(in_t)]);
+  });
+  return out;
+}
+
 DenseTensor ModelCat(const std::vector<DenseTensor>& parts, int dim) {
   KV_CHECK(!parts.empty());
   DenseTensor out;

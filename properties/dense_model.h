@@ -48,6 +48,8 @@ void showValue(const DenseTensor& t, std::ostream& os);
 
 DenseTensor ModelNarrow(const DenseTensor& t, int dim, int64_t start, int64_t length);
 DenseTensor ModelTranspose(const DenseTensor& t, int dim0, int dim1);
+// Result dimension i is dimension order[i] of t.
+DenseTensor ModelPermute(const DenseTensor& t, const std::vector<int>& order);
 DenseTensor ModelCat(const std::vector<DenseTensor>& parts, int dim);
 // dst[..., offset + i, ...] = src[..., i, ...] along dim.
 void ModelSliceSet(DenseTensor& dst, const DenseTensor& src, int dim, int64_t offset);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "properties/case_isolation.h"
 #include "properties/dense_model.h"
@@ -158,6 +159,42 @@ void TransposeTwiceIsIdentity() {
   });
 }
 
+// ----- tensor/permute_matches_model
+
+struct PermuteArgs {
+  NarrowArgs narrow;  // applied first: an offset view made by Narrow, not by Build's layout
+  std::vector<int> order;
+};
+void showValue(const PermuteArgs& p, std::ostream& os) {
+  os << "permute(narrow(t, dim " << p.narrow.dim << ", from " << p.narrow.start << ", length "
+     << p.narrow.length << "), order [" << absl::StrJoin(p.order, ", ") << "])";
+}
+
+void PermuteMatchesModel() {
+  // Any layout, offset views included: a permuted view starts where its input does. (Build
+  // itself permutes a narrowed buffer, so a Permute that lost the offset would build a wrong
+  // but self-consistent tensor: the narrow below makes an offset that Build did not make.)
+  const TensorSpec spec = *GenAnyTensorSpec();
+  const PermuteArgs p = *rc::gen::exec([shape = spec.shape] {
+    PermuteArgs p;
+    p.narrow.dim = *Uniform(0, static_cast<int>(shape.size()));
+    p.narrow.start = *Uniform<int64_t>(0, shape[p.narrow.dim] + 1);
+    p.narrow.length = *Uniform<int64_t>(0, shape[p.narrow.dim] - p.narrow.start + 1);
+    p.order = *GenPermutation(static_cast<int>(shape.size()));
+    return p;
+  });
+  RunIsolated([&] {
+    const Tensor t = Ok(Narrow(Build(spec), p.narrow.dim, p.narrow.start, p.narrow.length));
+    const Tensor permuted = Ok(Permute(t, p.order));
+    RC_ASSERT(Snapshot(permuted) == ModelPermute(Snapshot(t), p.order));
+    RC_ASSERT(permuted.layout().offset() == t.layout().offset());
+    RC_ASSERT(permuted.SharesStorageWith(t));
+    for (size_t i = 0; i < p.order.size(); ++i) {
+      RC_ASSERT(permuted.strides()[i] == t.strides()[p.order[i]]);
+    }
+  });
+}
+
 void ContiguousPreservesElements() {
   const TensorSpec spec = *GenAnyTensorSpec();
   RunIsolated([&] {
@@ -256,6 +293,68 @@ void SliceSetWritesExactlyItsTarget() {
     RC_CLASSIFY(!src.is_contiguous(), "strided source");
     RC_CLASSIFY(!dst.is_contiguous(), "strided destination");
   });
+}
+
+// ----- tensor/copies_between_overlapping_views
+
+// src = narrow(t, dim, from, length), dst = narrow(t, dim, to, length), both then transposed
+// by (a, b) when `transposed`; dst = src by CopyInto, or the same region by SliceSet(t, src).
+struct OverlapCopy {
+  int dim = 0;
+  int64_t from = 0, to = 0, length = 0;
+  bool transposed = false;
+  int a = 0, b = 0;
+  bool slice_set = false;
+};
+void showValue(const OverlapCopy& c, std::ostream& os) {
+  const auto narrow = [&](int64_t start) {
+    return absl::StrCat("narrow(t, dim ", c.dim, ", from ", start, ", length ", c.length, ")");
+  };
+  if (c.slice_set) {
+    os << "SliceSet(t, " << narrow(c.from) << ", dim " << c.dim << ", offset " << c.to << ")";
+  } else {
+    os << "CopyInto(" << narrow(c.to) << ", " << narrow(c.from) << ")";
+    if (c.transposed) os << ", both views transposed (" << c.a << ", " << c.b << ")";
+  }
+}
+
+void CopiesBetweenOverlappingViews() {
+  // Source and destination in one storage, overlapping or not, in either order: the copy
+  // must read every source element before it writes over it.
+  const TensorSpec spec = *GenAnyTensorSpec(1, 1);
+  const OverlapCopy c = *rc::gen::exec([shape = spec.shape] {
+    OverlapCopy c;
+    const int rank = static_cast<int>(shape.size());
+    c.dim = *Uniform(0, rank);
+    c.length = *Uniform<int64_t>(1, shape[c.dim] + 1);
+    c.from = *Uniform<int64_t>(0, shape[c.dim] - c.length + 1);
+    c.to = *Uniform<int64_t>(0, shape[c.dim] - c.length + 1);
+    c.slice_set = *rc::gen::arbitrary<bool>();
+    c.transposed = !c.slice_set && *rc::gen::arbitrary<bool>();
+    if (c.transposed) {
+      c.a = *Uniform(0, rank);
+      c.b = *Uniform(0, rank);
+    }
+    return c;
+  });
+  RunIsolated([&] {
+    const Tensor t = Build(spec);
+    Tensor src = Ok(Narrow(t, c.dim, c.from, c.length));
+    Tensor dst = Ok(Narrow(t, c.dim, c.to, c.length));
+    DenseTensor expected = Snapshot(t);
+    ModelSliceSet(expected, Snapshot(src), c.dim, c.to);
+    if (c.transposed) {
+      src = Ok(Transpose(src, c.a, c.b));
+      dst = Ok(Transpose(dst, c.a, c.b));
+    }
+    const DenseTensor source = Snapshot(src);
+    RC_ASSERT((c.slice_set ? SliceSet(t, src, c.dim, c.to) : CopyInto(dst, src)).ok());
+    RC_ASSERT(Snapshot(dst) == source);
+    RC_ASSERT(Snapshot(t) == expected);
+  });
+  const bool overlap = std::max(c.from, c.to) < std::min(c.from, c.to) + c.length;
+  RC_CLASSIFY(overlap && c.from != c.to, "overlapping, shifted");
+  RC_CLASSIFY(c.from == c.to, "onto itself");
 }
 
 // ----- tensor/views_see_writes_through_shared_storage
@@ -441,9 +540,11 @@ std::vector<PropertySpec> TensorProperties() {
       {"tensor/narrow_cat_round_trip", 400, NarrowCatRoundTrip},
       {"tensor/cat_matches_model", 400, CatMatchesModel},
       {"tensor/transpose_twice_is_identity", 400, TransposeTwiceIsIdentity},
+      {"tensor/permute_matches_model", 400, PermuteMatchesModel},
       {"tensor/contiguous_preserves_elements", 400, ContiguousPreservesElements},
       {"tensor/reshape_preserves_row_major_order", 400, ReshapePreservesRowMajorOrder},
       {"tensor/slice_set_writes_exactly_its_target", 600, SliceSetWritesExactlyItsTarget},
+      {"tensor/copies_between_overlapping_views", 400, CopiesBetweenOverlappingViews},
       {"tensor/views_see_writes_through_shared_storage", 400, ViewsSeeWritesThroughSharedStorage},
       {"tensor/cast_rounds_like_the_dtype", 400, CastRoundsLikeTheDType},
       {"tensor/bad_arguments_fail_and_change_nothing", 600, BadArgumentsFailAndChangeNothing},

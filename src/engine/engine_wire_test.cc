@@ -115,6 +115,24 @@ TEST(EngineWireTest, FromWireChecksDtypeShapeAndPresence) {
               HasSubstr("has shape [1, 1, 2, 4], expected [1, 1, 3, 4]"));
   EXPECT_THAT(FromWire(m, "v", DType::kF16, {1, 1, 2, 4}, "r").status().message(),
               HasSubstr("no tensor v"));
+  // A wrong size in any one dimension, the last included, and a wrong rank.
+  const std::vector<int64_t> shape = {1, 1, 2, 4};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<int64_t> expected = shape;
+    ++expected[d];
+    EXPECT_THAT(FromWire(m, "k", DType::kF16, expected, "r").status().message(),
+                HasSubstr("has shape [1, 1, 2, 4]"))
+        << "dimension " << d;
+    expected[d] = -1;
+    EXPECT_TRUE(FromWire(m, "k", DType::kF16, expected, "r").ok()) << "dimension " << d;
+  }
+  EXPECT_THAT(FromWire(m, "k", DType::kF16, {1, 1, 2}, "r").status().message(),
+              HasSubstr("has shape [1, 1, 2, 4], expected [1, 1, 2]"));
+  EXPECT_THAT(FromWire(m, "k", DType::kF16, {1, 1, 2, 4, 1}, "r").status().message(),
+              HasSubstr("has shape [1, 1, 2, 4], expected [1, 1, 2, 4, 1]"));
+  const WireMessage ints{{}, {ToWire("positions", std::vector<int64_t>{3, 4, 5, 6}, {2, 2})}};
+  EXPECT_THAT(IntegersFromWire(ints, "positions", {2, 3}, "r").status().message(),
+              HasSubstr("has shape [2, 2], expected [2, 3]"));
 }
 
 }  // namespace

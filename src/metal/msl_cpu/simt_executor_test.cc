@@ -65,6 +65,34 @@ TEST(SimtExecutorTest, UnwrittenThreadgroupMemoryReadsAsPoison) {
   EXPECT_EQ(read_int, -1);
 }
 
+TEST(SimtExecutorTest, EveryThreadgroupStartsWithPoisonedMemory) {
+  // Threadgroup memory lives as long as its threadgroup: what one group wrote is never seen by
+  // the next (a kernel that reads before it writes must read poison in every group, not the
+  // last group's values). Each group reads its block, then fills it with its own index.
+  static const char site = 0;
+  constexpr uint32_t kGroups = 3;
+  std::vector<float> read(kGroups, 0.0f);
+  std::vector<int32_t> read_int(kGroups, 0);
+  const absl::Status status = RunDispatch(Options(kGroups, 2), [&] {
+    const ThreadIds& ids = CurrentThread();
+    void* memory = ThreadgroupMemory(&site, 8, 4);
+    if (ids.thread_index_in_threadgroup == 0) {
+      const uint32_t group = ids.threadgroup_position_in_grid.x;
+      std::memcpy(&read[group], memory, 4);
+      std::memcpy(&read_int[group], static_cast<char*>(memory) + 4, 4);
+      const float value = static_cast<float>(group);
+      const int32_t index = static_cast<int32_t>(group);
+      std::memcpy(memory, &value, 4);
+      std::memcpy(static_cast<char*>(memory) + 4, &index, 4);
+    }
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  for (uint32_t g = 0; g < kGroups; ++g) {
+    EXPECT_TRUE(std::isnan(read[g])) << "threadgroup " << g << " read " << read[g];
+    EXPECT_EQ(read_int[g], -1) << "threadgroup " << g;
+  }
+}
+
 TEST(SimtExecutorTest, SimdSumFollowsTheDocumentedButterfly) {
   // Values whose f32 sum depends on the order: the result must be the butterfly's, bit for
   // bit, on every lane.
