@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "properties/attention_generators.h"
 #include "properties/generators.h"
@@ -32,6 +33,12 @@ int64_t LengthNear(std::vector<int64_t> edges, int64_t lo, int64_t hi) {
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   if (edges.empty() || Sometimes(50)) return *Uniform<int64_t>(lo, hi + 1);
   return *rc::gen::elementOf(edges);
+}
+
+// A float in [2^exponent, 2^(exponent + 1)) with `mantissa` (< 2^23) as its 23 stored bits:
+// most such values need all nine significant digits to be written exactly.
+float FullMantissaFloat(int64_t mantissa, int exponent) {
+  return std::ldexp(static_cast<float>((int64_t{1} << 23) + mantissa), exponent - 23);
 }
 
 TensorSpec SpecFor(DType dtype, std::vector<int64_t> shape, std::vector<float> values,
@@ -350,13 +357,32 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     p.kv_len = LengthNear(edges, 0, std::min<int64_t>(max_kv_len, 320));
     p.kv_len = std::min(p.kv_len, max_kv_len);
     if (!limits.kv_lens.empty()) p.kv_len = *rc::gen::elementOf(limits.kv_lens);
-    if (has(kFeatureScale) && Sometimes(20)) p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f, 4.0f);
+    // Round parameters, and ones no short decimal writes exactly (a transport that prints
+    // them with 6 significant digits, or parses them into a narrower type, changes them):
+    // 1/sqrt(D) of another D, a full-mantissa value, the ALiBi paper's 2^(-8 (h + 1) / H).
+    if (has(kFeatureScale) && Sometimes(20)) {
+      switch (*Uniform(0, 3)) {
+        case 0:
+          p.scale = *rc::gen::element(1.0f, 0.05f, 0.3f, 4.0f);
+          break;
+        case 1:
+          p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.head_dim + 3)));
+          break;
+        default:
+          p.scale = FullMantissaFloat(*Uniform<int64_t>(0, 1 << 23), -*Uniform(1, 5));
+      }
+    }
     if (has(kFeatureSoftcap) && Sometimes(20)) {
-      p.softcap = *rc::gen::element(30.0f, 5.0f, 50.0f, 1.0f);
+      p.softcap = Sometimes(50) ? *rc::gen::element(30.0f, 5.0f, 50.0f, 1.0f)
+                                : FullMantissaFloat(*Uniform<int64_t>(0, 1 << 23), *Uniform(0, 6));
     }
     if (has(kFeatureAlibi) && Sometimes(20)) {
+      const bool geometric = Sometimes(50);
       for (int64_t h = 0; h < p.num_heads; ++h) {
-        p.alibi_slopes.push_back(std::ldexp(1.0f, -static_cast<int>(h % 8 + 1)));
+        p.alibi_slopes.push_back(
+            geometric ? static_cast<float>(std::exp2(-8.0 * static_cast<double>(h + 1) /
+                                                     static_cast<double>(p.num_heads)))
+                      : std::ldexp(1.0f, -static_cast<int>(h % 8 + 1)));
       }
     }
     p.causal = has(kFeatureCausal) && Sometimes(60);
@@ -531,9 +557,16 @@ void showValue(const KernelCase& c, std::ostream& os) {
      << c.positions_kind;
   if (p.causal) os << ", causal";
   if (p.window > 0) os << ", window W=" << p.window;
-  if (p.scale) os << ", scale " << *p.scale;
-  if (p.softcap > 0) os << ", softcap " << p.softcap;
-  if (!p.alibi_slopes.empty()) os << ", ALiBi slopes [" << absl::StrJoin(p.alibi_slopes, ",") << "]";
+  // Nine significant digits: every f32 reads back exactly.
+  const auto exact = [](float x) { return absl::StrFormat("%.9g", x); };
+  if (p.scale) os << ", scale " << exact(*p.scale);
+  if (p.softcap > 0) os << ", softcap " << exact(p.softcap);
+  if (!p.alibi_slopes.empty()) {
+    os << ", ALiBi slopes ["
+       << absl::StrJoin(p.alibi_slopes, ",",
+                        [&](std::string* out, float x) { out->append(exact(x)); })
+       << "]";
+  }
   if (!p.mask.empty()) os << ", mask (" << p.mask_batch << ", " << p.mask_heads << ", Sq, Skv)";
   os << ", value amplitude " << c.amplitude;
   if (!p.q_positions.empty()) os << "\n  query positions [" << absl::StrJoin(p.q_positions, ",") << "]";
