@@ -134,7 +134,7 @@ void GenerateMask(KernelCase& c) {
   p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
   p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
   const int64_t rows = p.mask_batch * p.mask_heads * p.q_len;
-  const int pattern = *rc::gen::element(0, 1, 1, 2, 3, 4, 5);  // 1, padding, the commonest
+  const int pattern = *rc::gen::element(0, 1, 1, 2, 3, 4, 5, 6);  // 1, padding, the commonest
   // Random entries from a seeded stream: 0, -inf or a finite bias (and +inf / NaN when the
   // pattern asks for them).
   const std::vector<float> noise =
@@ -163,6 +163,25 @@ void GenerateMask(KernelCase& c) {
       }
       c.notes.push_back(absl::StrCat("mask removes keys [0, ", leading, ") of every row",
                                      padding ? " and none after" : ""));
+      break;
+    }
+    case 6: {  // trailing keys removed for every row (a right-padded row of a batch): the
+               // last key alone, a tile's worth and one more or less; half the time the rest
+               // finite. A removed run at the end of a tile's key range is where a scan for
+               // removed keys that stops one short lets a removed key's V in.
+      const int64_t trailing =
+          LengthNear({1, 2, kTile - 1, kTile, kTile + 1, p.kv_len - 1, p.kv_len}, 0, p.kv_len);
+      const bool padding = Sometimes(50);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = p.mask.data() + r * p.kv_len;
+        std::fill_n(row + p.kv_len - trailing, trailing, -INFINITY);
+        if (!padding) continue;
+        for (int64_t j = 0; j < p.kv_len - trailing; ++j) {
+          if (row[j] == -INFINITY) row[j] = 0.0f;
+        }
+      }
+      c.notes.push_back(absl::StrCat("mask removes keys [", p.kv_len - trailing, ", ", p.kv_len,
+                                     ") of every row", padding ? " and none before" : ""));
       break;
     }
     case 2: {  // every other mask row removes every key
@@ -448,6 +467,14 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     p.q = SeededValues(seed, q_count, c.amplitude, dtype);
     p.k = SeededValues(seed + 1, kv_count, c.amplitude, dtype);
     p.v = SeededValues(seed + 2, kv_count, 1.0f, dtype);
+    if (c.amplitude > 1.0f && Sometimes(25)) {
+      // Every score negative (q >= 0, k <= 0), with large values far below -87: exp of each
+      // underflows unless the kernel subtracts the row's true maximum (a running maximum
+      // started at 0 or at FLT_MIN, the smallest positive float, instead of -inf).
+      for (float& x : p.q) x = std::fabs(x);
+      for (float& x : p.k) x = -std::fabs(x);
+      c.notes.push_back("every score is negative (q >= 0, k <= 0)");
+    }
     if (Sometimes(12)) InsertSpecials(c);
     if (has(kFeatureMask) && Sometimes(20)) GenerateMask(c);
     c.q = SpecFor(dtype, q_shape, p.q, Sometimes(50));
