@@ -418,8 +418,8 @@ MUTANTS = [
         'kv_fastpath_no_limit',
         'src/cache/kv_cache.cc',
         '    if (seq > kMaxSequenceLength - length) return false;\n',
-        '',
-        'the decode fast path skips the length limit',
+        '    if (seq > kMaxSequenceLength - length + 1) return false;\n',
+        'the decode fast path lets one token past the length limit',
     ),
     (
         'kv_fastpath_inactive',
@@ -815,5 +815,28 @@ MUTANTS = [
         '  g.memory.clear();\n  g.memory_used = 0;\n',
         '  g.memory_used = 0;\n',
         'emulator threadgroup memory not reset (nor re-poisoned) between threadgroups of a dispatch',
+    ),
+    # Activations and norms, which the generation laws saw only through nearly linear
+    # pre-activations until the MLP gain and the tighter reference tolerance.
+    (
+        'gelu_quick',
+        'src/model/layer_ops.cc',
+        '  return hn::Mul(hn::Mul(hn::Set(d, 0.5f), v), hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, t)));',
+        '  (void)t;\n  return hn::Div(v, hn::Add(hn::Set(d, 1.0f), hn::Exp(d, hn::Mul(hn::Set(d, -1.702f), v))));',
+        'GELU as x sigmoid(1.702 x) ("quick GELU") on the SIMD path',
+    ),
+    (
+        'swiglu_swapped',
+        'src/model/layer_ops.cc',
+        '    gate[i] = g / (1.0f + std::exp(-g)) * up[i];',
+        '    gate[i] = up[i] / (1.0f + std::exp(-up[i])) * g;',
+        'SwiGLU with gate and up swapped (SiLU of the up projection)',
+    ),
+    (
+        'ln_eps_outside_sqrt',
+        'src/model/layer_ops.cc',
+        '    const double inv = 1.0 / std::sqrt(var + eps);',
+        '    const double inv = 1.0 / (std::sqrt(var) + eps);',
+        'LayerNorm adds eps to the standard deviation, not the variance',
     ),
 ]
