@@ -41,6 +41,9 @@ struct MachineBranch {
   reference::CacheModel model;
   bool was_reset = false;  // Reset happened and no append yet since the last append before it
   bool reused_after_reset = false;
+  // K and V bytes of every append since construction (the active rows' only): what the
+  // cache's counters().bytes_appended must say. Reset keeps it; a fork starts from it.
+  int64_t bytes_appended = 0;
 };
 
 struct CacheMachineModel {

@@ -158,6 +158,11 @@ void CheckMachine(const CacheMachineModel& model, const CacheMachineSut& sut, in
       RC_ASSERT(cache.row_seq_len(b) == branch.appended(b));
     }
     CheckCapacityAndHeldBytes(model, cache, branch, static_cast<int>(i));
+    if (cache.counters().bytes_appended != model.branches[i].bytes_appended) {
+      RC_FAIL(absl::StrCat("branch ", i, " counts ", cache.counters().bytes_appended,
+                           " bytes appended; its appends gave it ", model.branches[i].bytes_appended,
+                           " (K and V of the active rows, since it was made)"));
+    }
     // Clone law (and view stability): saved views keep their bits.
     const std::optional<SavedView>& saved = sut.last_views[i];
     const bool own_slots_reused = model.strategy->windowed && static_cast<int>(i) == acted;

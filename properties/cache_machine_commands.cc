@@ -140,6 +140,10 @@ void AppendTokens::apply(Model& m) const {
   MachineBranch& branch = m.branches[branch_];
   branch.model.Append(shape_, seq_, SpecBits(k_), SpecBits(v_),
                       absl::Span<const bool>(active_.data(), active_.size()));
+  const int64_t rows =
+      active_.empty() ? shape_.batch : std::count(active_.begin(), active_.end(), true);
+  branch.bytes_appended +=
+      2 * rows * shape_.num_kv_heads * seq_ * shape_.head_dim * DTypeSize(shape_.dtype);
   branch.reused_after_reset = branch.was_reset;
   branch.was_reset = false;
 }
