@@ -154,12 +154,56 @@ void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
   RC_CLASSIFY(budget_reached, "budget reached");
 }
 
+// The same steps twice: without a budget, noting the most bytes the cache held after any
+// step (M), then with a budget of exactly M. A strategy checks what it would hold after each
+// append against the budget, so a budget the cache never exceeded refuses nothing: an
+// append that fits the budget to the byte must pass (a check off by one refuses it).
+void RunExactBudgetReplay(const CacheStrategy& strategy, const BudgetCase& c) {
+  int64_t most = 0;
+  for (const bool replay : {false, true}) {
+    CacheConfig config = c.config;
+    config.max_bytes = replay ? most : 0;  // 0: the storage limit
+    absl::StatusOr<std::unique_ptr<KvCache>> created = strategy.create(config);
+    if (!created.ok()) RC_FAIL(absl::StrCat("create: ", created.status().ToString()));
+    KvCache& cache = **created;
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const BudgetStep& step = c.steps[i];
+      if (step.reset) {
+        cache.Reset();
+        continue;
+      }
+      const absl::StatusOr<Tensor> k =
+          Tensor::Filled(c.dtype, {c.batch, c.num_kv_heads, step.seq, c.head_dim}, 0.5f);
+      RC_ASSERT(k.ok());
+      const absl::StatusOr<CacheView> view = cache.AppendActive(
+          *k, *k, absl::Span<const bool>(step.active.data(), step.active.size()));
+      if (!view.ok()) {
+        const std::string budget =
+            replay ? absl::StrCat("a budget of ", most, " bytes (the most it held without one)")
+                   : "no budget";
+        RC_FAIL(absl::StrCat("step ", i + 1, " with ", budget, ": the append failed with ",
+                             view.status().ToString()));
+      }
+      if (replay && cache.counters().bytes_held > most) {
+        RC_FAIL(absl::StrCat("step ", i + 1, ": with a budget of ", most,
+                             " bytes (the most it held without one) the cache holds ",
+                             cache.counters().bytes_held));
+      }
+      most = replay ? most : std::max(most, cache.counters().bytes_held);
+    }
+    if (most == 0) return;  // nothing held (only empty appends): no budget to try
+  }
+}
+
 }  // namespace
 
 PropertySpec StorageBudgetProperty(const CacheStrategy& strategy) {
   return PropertySpec{absl::StrCat("cache/", strategy.name, "/storage_budget"), 60, [&strategy] {
                         const BudgetCase c = *GenBudgetCase(strategy);
-                        RunIsolated([&] { RunBudgetCase(strategy, c); });
+                        RunIsolated([&] {
+                          RunBudgetCase(strategy, c);
+                          RunExactBudgetReplay(strategy, c);
+                        });
                       }};
 }
 
