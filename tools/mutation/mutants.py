@@ -839,4 +839,40 @@ MUTANTS = [
         '    const double inv = 1.0 / (std::sqrt(var) + eps);',
         'LayerNorm adds eps to the standard deviation, not the variance',
     ),
+    # CPU attention, second set: split merging, strided reads, positions, score order.
+    (
+        'merge_nan_flag',
+        'src/attention/flash_problem.cc',
+        '  into.nan = into.nan || from.nan;\n',
+        '',
+        'merging key splits drops the NaN seen in a later split',
+    ),
+    (
+        'readrow_inner_stride',
+        'src/attention/flash_problem.cc',
+        'out[d] = ToFloat(elements[d * stride[3]]);',
+        'out[d] = ToFloat(elements[d]);',
+        'a row read element by element ignores the stride along D',
+    ),
+    (
+        'alibi_iota_with_positions',
+        'src/attention/flash_score_rules-inl.h',
+        'const bool exact_iota = p.kv_positions == nullptr && base > -(int64_t{1} << 24) &&',
+        'const bool exact_iota = base > -(int64_t{1} << 24) &&',
+        'ALiBi distances from slot indices even when the keys carry positions (a ring)',
+    ),
+    (
+        'softcap_after_alibi',
+        'src/attention/key_rules.h',
+        '  if (softcap > 0.0f) s = softcap * std::tanh(s * inverse_softcap);\n  if (slope != 0.0f) s += slope * static_cast<float>(kpos - qpos);\n',
+        '  if (slope != 0.0f) s += slope * static_cast<float>(kpos - qpos);\n  if (softcap > 0.0f) s = softcap * std::tanh(s * inverse_softcap);\n',
+        'softcap applied after the ALiBi bias instead of before',
+    ),
+    (
+        'naive_mask_kv_head',
+        'src/attention/naive_attention.cc',
+        '(mask.dim(1) == 1 ? 0 : h)) *',
+        '(mask.dim(1) == 1 ? 0 : kh)) *',
+        'naive kernel: a per-head mask read at the KV head index',
+    ),
 ]
