@@ -180,6 +180,43 @@ TEST(PluginEngineTest, AViewHeldPastTheNextCallKeepsItsValues) {
   EXPECT_EQ(next->k.ToFloats(), (std::vector<float>{3, 4}));  // outlives its cache too
 }
 
+// Reset clears the slot (memory a view lent before it may still point at).
+void OneSlotReset(kvcheck_cache* c) {
+  std::fill_n(Slot(c)->slot_k, 2, 0.0f);
+  std::fill_n(Slot(c)->slot_v, 2, 0.0f);
+}
+
+TEST(PluginEngineTest, AViewHeldPastAResetKeepsItsValues) {
+  const kvcheck_strategy_info strategy = {"one_slot", "", KVCHECK_STRATEGY_RESET, 1u, {0, 0, 0}};
+  kvcheck_engine t{};
+  t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
+  t.struct_size = sizeof(kvcheck_engine);
+  t.name = "one-slot";
+  t.num_strategies = 1;
+  t.strategies = &strategy;
+  t.cache_create = OneSlotCreate;
+  t.cache_append = OneSlotAppend;
+  t.cache_view = OneSlotView;
+  t.cache_reset = OneSlotReset;
+  t.cache_destroy = OneSlotDestroy;
+  absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const CacheHandle cache = *(*engine)->CreateCache(0, {});
+  const Tensor first = *Tensor::FromFloats(DType::kF32, {1, 1, 1, 2}, {1, 2});
+  const absl::StatusOr<CacheView> appended = (*engine)->Append(cache, first, first, {});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  const absl::StatusOr<CacheView> viewed = (*engine)->View(cache, KvShape{1, 1, 2, DType::kF32});
+  ASSERT_TRUE(viewed.ok()) << viewed.status();
+  ASSERT_TRUE((*engine)->Reset(cache).ok());
+  // The reset cleared the engine's slot; both views lent before it were detached first.
+  for (const CacheView* view : {&*appended, &*viewed}) {
+    EXPECT_FALSE(view->k.storage()->borrowed());
+    EXPECT_EQ(view->k.ToFloats(), (std::vector<float>{1, 2}));
+    EXPECT_EQ(view->v.ToFloats(), (std::vector<float>{1, 2}));
+  }
+  (*engine)->Destroy(cache);
+}
+
 // Returns its slot as f16 although the cache holds f32: a malformed view.
 int32_t MislabelledAppend(kvcheck_cache* cache, const kvcheck_tensor* k, const kvcheck_tensor* v,
                           const uint8_t* active, kvcheck_view* out, kvcheck_error* err) {
