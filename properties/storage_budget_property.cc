@@ -101,10 +101,24 @@ Observed Observe(const KvCache& cache, int64_t batch) {
   return o;
 }
 
-void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
-  absl::StatusOr<std::unique_ptr<KvCache>> created = strategy.create(c.config);
+// The cache of `strategy` with `config`; fails the case if the strategy refuses it.
+std::unique_ptr<KvCache> CreateOrFail(const CacheStrategy& strategy, const CacheConfig& config) {
+  absl::StatusOr<std::unique_ptr<KvCache>> created = strategy.create(config);
   if (!created.ok()) RC_FAIL(absl::StrCat("create: ", created.status().ToString()));
-  KvCache& cache = **created;
+  return *std::move(created);
+}
+
+// The append of a step (not a Reset): `step.seq` tokens of 0.5 to its active rows.
+absl::StatusOr<CacheView> AppendStep(KvCache& cache, const BudgetCase& c, const BudgetStep& step) {
+  const absl::StatusOr<Tensor> k =
+      Tensor::Filled(c.dtype, {c.batch, c.num_kv_heads, step.seq, c.head_dim}, 0.5f);
+  RC_ASSERT(k.ok());
+  return cache.AppendActive(*k, *k, absl::Span<const bool>(step.active.data(), step.active.size()));
+}
+
+void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
+  const std::unique_ptr<KvCache> created = CreateOrFail(strategy, c.config);
+  KvCache& cache = *created;
   const int64_t slot_bytes = 2 * c.batch * c.num_kv_heads * c.head_dim * DTypeSize(c.dtype);
   bool budget_reached = false;
   for (size_t i = 0; i < c.steps.size(); ++i) {
@@ -114,17 +128,13 @@ void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
       cache.Reset();
       continue;
     }
-    const absl::StatusOr<Tensor> k =
-        Tensor::Filled(c.dtype, {c.batch, c.num_kv_heads, step.seq, c.head_dim}, 0.5f);
-    RC_ASSERT(k.ok());
     const Observed before = Observe(cache, c.batch);
     int64_t longest_after = 0;
     for (int64_t b = 0; b < c.batch; ++b) {
       const bool writes = step.active.empty() || step.active[b];
       longest_after = std::max(longest_after, cache.row_seq_len(b) + (writes ? step.seq : 0));
     }
-    const absl::StatusOr<CacheView> view = cache.AppendActive(
-        *k, *k, absl::Span<const bool>(step.active.data(), step.active.size()));
+    const absl::StatusOr<CacheView> view = AppendStep(cache, c, step);
     if (!view.ok()) {
       if (view.status().code() != absl::StatusCode::kResourceExhausted) {
         RC_FAIL(absl::StrCat("step ", i + 1, ": an append within the shapes failed with ",
@@ -163,20 +173,15 @@ void RunExactBudgetReplay(const CacheStrategy& strategy, const BudgetCase& c) {
   for (const bool replay : {false, true}) {
     CacheConfig config = c.config;
     config.max_bytes = replay ? most : 0;  // 0: the storage limit
-    absl::StatusOr<std::unique_ptr<KvCache>> created = strategy.create(config);
-    if (!created.ok()) RC_FAIL(absl::StrCat("create: ", created.status().ToString()));
-    KvCache& cache = **created;
+    const std::unique_ptr<KvCache> created = CreateOrFail(strategy, config);
+    KvCache& cache = *created;
     for (size_t i = 0; i < c.steps.size(); ++i) {
       const BudgetStep& step = c.steps[i];
       if (step.reset) {
         cache.Reset();
         continue;
       }
-      const absl::StatusOr<Tensor> k =
-          Tensor::Filled(c.dtype, {c.batch, c.num_kv_heads, step.seq, c.head_dim}, 0.5f);
-      RC_ASSERT(k.ok());
-      const absl::StatusOr<CacheView> view = cache.AppendActive(
-          *k, *k, absl::Span<const bool>(step.active.data(), step.active.size()));
+      const absl::StatusOr<CacheView> view = AppendStep(cache, c, step);
       if (!view.ok()) {
         const std::string budget =
             replay ? absl::StrCat("a budget of ", most, " bytes (the most it held without one)")

@@ -65,6 +65,22 @@ std::shared_ptr<Subject> InProcess() {
   return subject;
 }
 
+// The built-in engine library loaded as a plug-in, and served over the protocol by
+// kvcheck_engine_host.
+struct Transports {
+  std::shared_ptr<engine::Engine> plugin, process;
+};
+Transports LoadTransports() {
+  const std::string library = Runfile("engines/kvcheck_builtin/libkvcheck_builtin_engine.so");
+  absl::StatusOr<std::unique_ptr<engine::PluginEngine>> plugin = engine::PluginEngine::Load(library);
+  EXPECT_TRUE(plugin.ok()) << plugin.status();
+  absl::StatusOr<std::unique_ptr<engine::ProcessEngine>> process = engine::ProcessEngine::Start(
+      Runfile("cli/kvcheck_engine_host") + " " + library, {30});
+  EXPECT_TRUE(process.ok()) << process.status();
+  if (!plugin.ok() || !process.ok()) return {};
+  return {*std::move(plugin), *std::move(process)};
+}
+
 std::shared_ptr<Subject> FromEngine(std::shared_ptr<engine::Engine> engine) {
   auto subject = std::make_shared<Subject>();
   subject->name = engine->info().name;
@@ -92,14 +108,10 @@ TEST(TransportAgreementTest, SameVerdictInProcessThroughThePluginAndOverTheProto
   std::string defects;
   for (const char* name : kDefects) defects += std::string(defects.empty() ? "" : ",") + name;
   setenv("KVCHECK_BUILTIN_ENGINE_DEFECTS", defects.c_str(), 1);
-  const std::string library = Runfile("engines/kvcheck_builtin/libkvcheck_builtin_engine.so");
-
-  absl::StatusOr<std::unique_ptr<engine::PluginEngine>> plugin = engine::PluginEngine::Load(library);
-  ASSERT_TRUE(plugin.ok()) << plugin.status();
-  absl::StatusOr<std::unique_ptr<engine::ProcessEngine>> process = engine::ProcessEngine::Start(
-      Runfile("cli/kvcheck_engine_host") + " " + library, {30});
-  ASSERT_TRUE(process.ok()) << process.status();
-  std::shared_ptr<engine::ProcessEngine> shared_process = *std::move(process);
+  const Transports transports = LoadTransports();
+  ASSERT_TRUE(transports.plugin != nullptr && transports.process != nullptr);
+  const std::shared_ptr<engine::ProcessEngine> shared_process =
+      std::static_pointer_cast<engine::ProcessEngine>(transports.process);
 
   properties::RunOptions options = properties::RunOptionsFromEnvironment();
   // 40 cases per property (fewer under the sanitizers' KVCHECK_CASE_SCALE): enough for every
@@ -107,7 +119,7 @@ TEST(TransportAgreementTest, SameVerdictInProcessThroughThePluginAndOverTheProto
   options.fixed_cases = std::max(20, static_cast<int>(40 * options.case_scale));
   options.shrink_attempts = 50;  // the verdict matters here, not the minimal case
   const std::map<std::string, bool> in_process = Verdicts(InProcess(), options);
-  const std::map<std::string, bool> through_plugin = Verdicts(FromEngine(*std::move(plugin)), options);
+  const std::map<std::string, bool> through_plugin = Verdicts(FromEngine(transports.plugin), options);
   options.isolation.after_case = [shared_process](properties::CaseEnd end) {
     (void)shared_process->RestartIfNeeded(false, end != properties::CaseEnd::kNone);
   };
@@ -132,15 +144,10 @@ TEST(TransportAgreementTest, SameVerdictInProcessThroughThePluginAndOverTheProto
 // rounded through another dtype.
 TEST(TransportAgreementTest, KernelsGiveTheSameBitsWhicheverWayTheyAreCalled) {
   setenv("KVCHECK_BUILTIN_ENGINE_DEFECTS", "", 1);
-  const std::string library = Runfile("engines/kvcheck_builtin/libkvcheck_builtin_engine.so");
-  absl::StatusOr<std::unique_ptr<engine::PluginEngine>> plugin = engine::PluginEngine::Load(library);
-  ASSERT_TRUE(plugin.ok()) << plugin.status();
-  absl::StatusOr<std::unique_ptr<engine::ProcessEngine>> process = engine::ProcessEngine::Start(
-      Runfile("cli/kvcheck_engine_host") + " " + library, {30});
-  ASSERT_TRUE(process.ok()) << process.status();
-  const std::vector<AttentionKernel> transports[] = {
-      engine::EngineKernels(std::shared_ptr<engine::Engine>(*std::move(plugin))),
-      engine::EngineKernels(std::shared_ptr<engine::Engine>(*std::move(process)))};
+  const Transports loaded = LoadTransports();
+  ASSERT_TRUE(loaded.plugin != nullptr && loaded.process != nullptr);
+  const std::vector<AttentionKernel> transports[] = {engine::EngineKernels(loaded.plugin),
+                                                     engine::EngineKernels(loaded.process)};
   const char* const transport_names[] = {"plug-in", "protocol"};
   int compared = 0;
   const bool held = rc::check("the same bits through every transport", [&] {

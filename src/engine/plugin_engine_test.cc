@@ -150,17 +150,23 @@ void OneSlotDestroy(kvcheck_cache* c) { delete Slot(c); }
 
 const kvcheck_strategy_info kOneSlot = {"one_slot", "", 0, 1u, {0, 0, 0}};
 
-TEST(PluginEngineTest, AViewHeldPastTheNextCallKeepsItsValues) {
+// The table of an engine with the one strategy `strategy` of OneSlot caches.
+kvcheck_engine OneSlotTable(const kvcheck_strategy_info* strategy) {
   kvcheck_engine t{};
   t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
   t.struct_size = sizeof(kvcheck_engine);
   t.name = "one-slot";
   t.num_strategies = 1;
-  t.strategies = &kOneSlot;
+  t.strategies = strategy;
   t.cache_create = OneSlotCreate;
   t.cache_append = OneSlotAppend;
   t.cache_view = OneSlotView;
   t.cache_destroy = OneSlotDestroy;
+  return t;
+}
+
+TEST(PluginEngineTest, AViewHeldPastTheNextCallKeepsItsValues) {
+  kvcheck_engine t = OneSlotTable(&kOneSlot);
   absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
   ASSERT_TRUE(engine.ok()) << engine.status();
   const CacheHandle cache = *(*engine)->CreateCache(0, {});
@@ -188,17 +194,8 @@ void OneSlotReset(kvcheck_cache* c) {
 
 TEST(PluginEngineTest, AViewHeldPastAResetKeepsItsValues) {
   const kvcheck_strategy_info strategy = {"one_slot", "", KVCHECK_STRATEGY_RESET, 1u, {0, 0, 0}};
-  kvcheck_engine t{};
-  t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
-  t.struct_size = sizeof(kvcheck_engine);
-  t.name = "one-slot";
-  t.num_strategies = 1;
-  t.strategies = &strategy;
-  t.cache_create = OneSlotCreate;
-  t.cache_append = OneSlotAppend;
-  t.cache_view = OneSlotView;
+  kvcheck_engine t = OneSlotTable(&strategy);
   t.cache_reset = OneSlotReset;
-  t.cache_destroy = OneSlotDestroy;
   absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
   ASSERT_TRUE(engine.ok()) << engine.status();
   const CacheHandle cache = *(*engine)->CreateCache(0, {});
@@ -226,16 +223,8 @@ int32_t MislabelledAppend(kvcheck_cache* cache, const kvcheck_tensor* k, const k
 }
 
 TEST(PluginEngineTest, AMalformedViewIsNamedByEngineOperationAndTensor) {
-  kvcheck_engine t{};
-  t.abi_version = KVCHECK_ENGINE_ABI_VERSION;
-  t.struct_size = sizeof(kvcheck_engine);
-  t.name = "one-slot";
-  t.num_strategies = 1;
-  t.strategies = &kOneSlot;
-  t.cache_create = OneSlotCreate;
+  kvcheck_engine t = OneSlotTable(&kOneSlot);
   t.cache_append = MislabelledAppend;
-  t.cache_view = OneSlotView;
-  t.cache_destroy = OneSlotDestroy;
   absl::StatusOr<std::unique_ptr<PluginEngine>> engine = PluginEngine::FromTable(&t, "t");
   ASSERT_TRUE(engine.ok()) << engine.status();
   const CacheHandle cache = *(*engine)->CreateCache(0, {});
