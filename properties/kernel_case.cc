@@ -128,6 +128,23 @@ void InsertSpecials(KernelCase& c) {
   }
 }
 
+// Removes keys [begin, end) from every one of `rows` mask rows of `kv_len` entries; with
+// `padding`, the other keys' -inf entries become 0 (a padded row of a batch: only the run is
+// removed).
+void RemoveKeyRun(std::vector<float>& mask, int64_t rows, int64_t kv_len, int64_t begin,
+                  int64_t end, bool padding) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = mask.data() + r * kv_len;
+    for (int64_t j = 0; j < kv_len; ++j) {
+      if (j >= begin && j < end) {
+        row[j] = -INFINITY;
+      } else if (padding && row[j] == -INFINITY) {
+        row[j] = 0.0f;
+      }
+    }
+  }
+}
+
 // The additive mask and its pattern.
 void GenerateMask(KernelCase& c) {
   AttentionProblem& p = c.problem;
@@ -153,14 +170,7 @@ void GenerateMask(KernelCase& c) {
                                           p.kv_len - 1, p.kv_len},
                                          0, p.kv_len);
       const bool padding = Sometimes(50);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = p.mask.data() + r * p.kv_len;
-        std::fill_n(row, leading, -INFINITY);
-        if (!padding) continue;
-        for (int64_t j = leading; j < p.kv_len; ++j) {
-          if (row[j] == -INFINITY) row[j] = 0.0f;
-        }
-      }
+      RemoveKeyRun(p.mask, rows, p.kv_len, 0, leading, padding);
       c.notes.push_back(absl::StrCat("mask removes keys [0, ", leading, ") of every row",
                                      padding ? " and none after" : ""));
       break;
@@ -172,14 +182,7 @@ void GenerateMask(KernelCase& c) {
       const int64_t trailing =
           LengthNear({1, 2, kTile - 1, kTile, kTile + 1, p.kv_len - 1, p.kv_len}, 0, p.kv_len);
       const bool padding = Sometimes(50);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = p.mask.data() + r * p.kv_len;
-        std::fill_n(row + p.kv_len - trailing, trailing, -INFINITY);
-        if (!padding) continue;
-        for (int64_t j = 0; j < p.kv_len - trailing; ++j) {
-          if (row[j] == -INFINITY) row[j] = 0.0f;
-        }
-      }
+      RemoveKeyRun(p.mask, rows, p.kv_len, p.kv_len - trailing, p.kv_len, padding);
       c.notes.push_back(absl::StrCat("mask removes keys [", p.kv_len - trailing, ", ", p.kv_len,
                                      ") of every row", padding ? " and none before" : ""));
       break;

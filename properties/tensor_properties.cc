@@ -37,15 +37,18 @@ namespace {
 
 // ----- tensor/narrow_matches_model
 
+// A narrow of a tensor of `shape`: any dimension, any start and length within it.
+NarrowArgs GenNarrowArgs(const std::vector<int64_t>& shape) {
+  NarrowArgs a;
+  a.dim = *Uniform(0, static_cast<int>(shape.size()));
+  a.start = *Uniform<int64_t>(0, shape[a.dim] + 1);
+  a.length = *Uniform<int64_t>(0, shape[a.dim] - a.start + 1);
+  return a;
+}
+
 void NarrowMatchesModel() {
   const TensorSpec spec = *GenAnyTensorSpec();
-  const NarrowArgs a = *rc::gen::exec([shape = spec.shape] {
-    NarrowArgs a;
-    a.dim = *Uniform(0, static_cast<int>(shape.size()));
-    a.start = *Uniform<int64_t>(0, shape[a.dim] + 1);
-    a.length = *Uniform<int64_t>(0, shape[a.dim] - a.start + 1);
-    return a;
-  });
+  const NarrowArgs a = *rc::gen::exec([shape = spec.shape] { return GenNarrowArgs(shape); });
   RunIsolated([&] {
     const Tensor t = Build(spec);
     const Tensor n = Ok(Narrow(t, a.dim, a.start, a.length));
@@ -177,9 +180,7 @@ void PermuteMatchesModel() {
   const TensorSpec spec = *GenAnyTensorSpec();
   const PermuteArgs p = *rc::gen::exec([shape = spec.shape] {
     PermuteArgs p;
-    p.narrow.dim = *Uniform(0, static_cast<int>(shape.size()));
-    p.narrow.start = *Uniform<int64_t>(0, shape[p.narrow.dim] + 1);
-    p.narrow.length = *Uniform<int64_t>(0, shape[p.narrow.dim] - p.narrow.start + 1);
+    p.narrow = GenNarrowArgs(shape);
     p.order = *GenPermutation(static_cast<int>(shape.size()));
     return p;
   });
