@@ -1,7 +1,6 @@
 #include "src/engine/foreign_tensor.h"
 
 #include <cstddef>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -111,17 +110,6 @@ absl::StatusOr<Layout> ReturnedLayout(const kvcheck_tensor& foreign, DType dtype
 
 }  // namespace
 
-absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
-                                   absl::Span<const int64_t> expected_shape,
-                                   const std::string& what) {
-  KV_ASSIGN_OR_RETURN(const Layout layout, ReturnedLayout(foreign, dtype, expected_shape, what));
-  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(dtype, absl::Span<const int64_t>(foreign.shape, 4)));
-  if (layout.num_elements() == 0) return copy;
-  CopyStridedBytes(static_cast<const std::byte*>(foreign.data), layout, copy.storage()->bytes(),
-                   copy.layout(), DTypeSize(dtype));
-  return copy;
-}
-
 absl::StatusOr<Tensor> BorrowReturned(const kvcheck_tensor& foreign, DType dtype,
                                       absl::Span<const int64_t> expected_shape,
                                       const std::string& what) {
@@ -129,16 +117,6 @@ absl::StatusOr<Tensor> BorrowReturned(const kvcheck_tensor& foreign, DType dtype
   const int64_t extent = layout.required_storage();
   return Tensor::View(Storage::Borrow(dtype, static_cast<std::byte*>(foreign.data), extent),
                       std::move(layout));
-}
-
-absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what) {
-  KV_ASSIGN_OR_RETURN(auto checked,
-                      ForeignLayout(foreign, what, absl::StatusCode::kInvalidArgument));
-  const auto& [dtype, layout] = checked;
-  const int64_t extent = layout.required_storage();
-  KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, Storage::Allocate(dtype, extent));
-  if (extent > 0) std::memcpy(storage->bytes(), foreign.data, extent * DTypeSize(dtype));
-  return Tensor::View(std::move(storage), layout);
 }
 
 absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::string& what) {

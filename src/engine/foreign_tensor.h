@@ -1,8 +1,9 @@
 // File: foreign_tensor.h
 // Conversions between kvcheck's Tensor and the ABI's strided descriptor (kvcheck_engine.h).
 //   - Describe: a descriptor of a Tensor's view (no copy): what kvcheck passes to an engine.
-//   - CopyForeign: a contiguous Tensor with the elements of a descriptor an engine returned,
-//     after checking that the descriptor is well formed and has the expected shape.
+//   - BorrowReturned: a Tensor over a descriptor an engine returned, after checking that the
+//     descriptor is well formed and has the expected shape.
+//   - BorrowForeign, WriteForeign: an engine's input as a Tensor, and a result written into it.
 #ifndef KVCHECK_SRC_ENGINE_FOREIGN_TENSOR_H_
 #define KVCHECK_SRC_ENGINE_FOREIGN_TENSOR_H_
 
@@ -20,31 +21,21 @@ namespace kvcheck::engine {
 // REQUIRES: tensor.rank() == 4.
 kvcheck_tensor Describe(const Tensor& tensor);
 
-// The elements of `foreign` copied into a new contiguous tensor.
+// A tensor over the engine's memory (no copy) after checking `foreign`: valid only until that
+// memory is reused (the engine's next call on the object that returned it), unless its storage
+// is detached first (Storage::Detach).
 // `expected_shape`: the shape the contract requires (a -1 entry accepts any length there);
 // `dtype`: the dtype it requires. `what` names the tensor in errors ("append's k").
 // Errors (kInternal, naming `what` and the field): rank not 4, an unknown or unexpected dtype,
 // a negative or unexpected dimension or stride, a null data pointer for a non-empty tensor,
 // an element count or extent that overflows.
-absl::StatusOr<Tensor> CopyForeign(const kvcheck_tensor& foreign, DType dtype,
-                                   absl::Span<const int64_t> expected_shape,
-                                   const std::string& what);
-
-// A tensor with the same shape and strides as `foreign` over a copy of the memory its
-// elements span (from its first to its last element): what an engine written with kvcheck's
-// own types makes of its inputs, layout included (a transposed view stays transposed).
-// Errors (kInvalidArgument, naming `what`): as CopyForeign.
-absl::StatusOr<Tensor> ViewOfForeignCopy(const kvcheck_tensor& foreign, const std::string& what);
-
-// CopyForeign's checks, and a tensor over the engine's memory instead of a copy: valid only
-// until that memory is reused (the engine's next call on the object that returned it), unless
-// its storage is detached first (Storage::Detach). Errors: as CopyForeign.
 absl::StatusOr<Tensor> BorrowReturned(const kvcheck_tensor& foreign, DType dtype,
                                       absl::Span<const int64_t> expected_shape,
                                       const std::string& what);
 
 // A tensor over the memory `foreign` describes, without a copy: valid only while that memory
-// is (an engine's input, for the duration of the call). Errors: as ViewOfForeignCopy.
+// is (an engine's input, for the duration of the call). Errors (kInvalidArgument, naming
+// `what`): a malformed descriptor, as BorrowReturned's.
 absl::StatusOr<Tensor> BorrowForeign(const kvcheck_tensor& foreign, const std::string& what);
 
 // Writes `tensor` into the memory `foreign` describes (same shape and dtype).

@@ -23,12 +23,21 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'V', 'C', 'K', 'W', 'T', 'S', '1'};
 
+// Nine significant digits read back as the same float; StrCat's six do not (1234567 would
+// load as 1234570).
+std::string ExactFloatText(float value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
+  return text;
+}
+
 std::string ConfigText(const DecoderConfig& c) {
   return absl::StrCat("kind=", DecoderKindName(c.kind), "\nvocab_size=", c.vocab_size,
                       "\ncontext_length=", c.context_length, "\nwidth=", c.width,
                       "\nnum_layers=", c.num_layers, "\nnum_heads=", c.num_heads,
                       "\nnum_kv_heads=", c.num_kv_heads, "\nmlp_hidden=", c.mlp_hidden,
-                      "\nnorm_eps=", c.norm_eps, "\nrope_theta=", c.rope_theta,
+                      "\nnorm_eps=", ExactFloatText(c.norm_eps),
+                      "\nrope_theta=", ExactFloatText(c.rope_theta),
                       "\nsliding_window=", c.sliding_window, "\n");
 }
 

@@ -75,7 +75,10 @@ TEST(DecoderConfigTest, RejectsBadShapes) {
 }
 
 TEST(DecoderWeightsTest, FileRoundTrip) {
-  const DecoderConfig config = SmallLlama();
+  DecoderConfig config = SmallLlama();
+  // Floats that need all nine significant digits to come back as themselves.
+  config.norm_eps = 1.23456791e-5f;
+  config.rope_theta = 1234567.12f;
   absl::StatusOr<DecoderWeights> weights = RandomWeights(config, 3);
   ASSERT_TRUE(weights.ok());
   const std::string path = ::testing::TempDir() + "/weights.bin";
@@ -83,6 +86,8 @@ TEST(DecoderWeightsTest, FileRoundTrip) {
   absl::StatusOr<DecoderWeights> loaded = LoadWeights(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->config.ToString(), config.ToString());
+  EXPECT_EQ(loaded->config.norm_eps, config.norm_eps);
+  EXPECT_EQ(loaded->config.rope_theta, config.rope_theta);
   EXPECT_EQ(loaded->layers[2].w_gate, weights->layers[2].w_gate);
   EXPECT_EQ(loaded->token_embedding, weights->token_embedding);
   // A truncated file is an error, not a crash.
