@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "properties/attention_bad_calls.h"
 #include "properties/case_isolation.h"
 #include "properties/generators.h"
 #include "properties/kernel_case.h"
@@ -521,7 +522,7 @@ std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
   if (!subject.builtin) {
     return {KernelsVsReference(stats, subject), PrecisionEnvelope(envelope_stats, subject),
             DecodeEqualsPrefillLastRow(KernelRuns(subject), LimitsOf(subject)),
-            BatchPermutation(subject)};
+            BatchPermutation(subject), BadCallsRefused(subject), EmptyCalls(subject)};
   }
   // The built-in engine: decode == prefill on the kernels with a decode path of their own (flash;
   // the Metal dispatcher: tiled prefill, vector or 2-pass decode), and the laws about the flash
@@ -534,7 +535,9 @@ std::vector<PropertySpec> AttentionProperties(KernelStatsMap* stats,
           DecodeEqualsPrefillLastRow({{flash->name, flash, 1}, {metal->name, metal, 1}}, {}),
           ThreadsAndSplits(),
           BatchPermutation(subject),
-          RingEqualsWindowedHistory()};
+          RingEqualsWindowedHistory(),
+          BadCallsRefused(subject),
+          EmptyCalls(subject)};
 }
 
 }  // namespace kvcheck::properties

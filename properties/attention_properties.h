@@ -8,7 +8,8 @@
 //   - thread and KV-split counts change nothing beyond the bound, and repeated runs with the
 //     same counts are bitwise equal;
 //   - permuting batch rows permutes the outputs (bitwise);
-//   - attention over a ring cache equals attention over the windowed full history.
+//   - attention over a ring cache equals attention over the windowed full history;
+//   - malformed calls are refused, empty ones answered (attention_bad_calls.h).
 #ifndef KVCHECK_PROPERTIES_ATTENTION_PROPERTIES_H_
 #define KVCHECK_PROPERTIES_ATTENTION_PROPERTIES_H_
 

@@ -1,8 +1,10 @@
 #include "src/attention/attention_params.h"
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/checked_math.h"
 
 namespace kvcheck {
 namespace {
@@ -66,15 +68,19 @@ absl::StatusOr<AttentionShape> ValidateAttention(const Tensor& q, const Tensor& 
                      "); got ", DTypeName(mask.dtype()), " ", DimsToString(mask.shape()));
     }
   }
+  // B * Sq overflows only for an empty q (H = 0) whose B and Sq are huge: no positions can
+  // have that many entries.
+  const std::optional<int64_t> query_rows = CheckedMul(shape.batch, shape.q_len);
   if (!params.q_positions.empty() &&
-      static_cast<int64_t>(params.q_positions.size()) != shape.batch * shape.q_len) {
+      (!query_rows || static_cast<int64_t>(params.q_positions.size()) != *query_rows)) {
     return Invalid("q_positions has ", params.q_positions.size(), " entries, expected B * Sq = ",
-                   shape.batch * shape.q_len);
+                   shape.batch, " * ", shape.q_len);
   }
+  const std::optional<int64_t> key_rows = CheckedMul(shape.batch, shape.kv_len);
   if (!params.kv_positions.empty() &&
-      static_cast<int64_t>(params.kv_positions.size()) != shape.batch * shape.kv_len) {
+      (!key_rows || static_cast<int64_t>(params.kv_positions.size()) != *key_rows)) {
     return Invalid("kv_positions has ", params.kv_positions.size(),
-                   " entries, expected B * Skv = ", shape.batch * shape.kv_len);
+                   " entries, expected B * Skv = ", shape.batch, " * ", shape.kv_len);
   }
   return shape;
 }
