@@ -64,6 +64,39 @@ TEST(MslRuntimeTest, AnOutOfBoundsDeviceReadIsAnErrorNamingTheBufferAndThread) {
   EXPECT_TRUE(Dispatch(d).ok());
 }
 
+TEST(MslRuntimeTest, ABindingAtAnOffsetEndsWhereItsAllocationEnds) {
+  // 65 floats bound one element in: the binding holds 64, and the last thread's read of the
+  // 65th is past the allocation, whatever the offset.
+  std::vector<float> in(65, 1.0f), out(64);
+  uint32_t n = 64;
+  DispatchDescription d;
+  d.kernel = "off_by_one_read";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(in, 1)}, {1, Bind(out)}, {2, {&n, sizeof n, 0}}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(), HasSubstr("thread (63, 0, 0)"));
+  EXPECT_THAT(status.message(), HasSubstr("4 bytes at byte 256 from the start of [[buffer(0)]]"));
+  std::vector<float> longer(66, 1.0f);
+  d.buffers[0] = Bind(longer, 1);
+  EXPECT_TRUE(Dispatch(d).ok());
+}
+
+TEST(MslRuntimeTest, AReadBeforeABindingIsAllowedOnlyInsideItsAllocation) {
+  std::vector<float> in = {7.0f, 8.0f}, out(1, -1.0f);
+  DispatchDescription d;
+  d.kernel = "read_before_binding";
+  d.threads_per_threadgroup = {1, 1, 1};
+  d.buffers = {{0, Bind(in, 1)}, {1, Bind(out)}};
+  const absl::Status inside = Dispatch(d);
+  ASSERT_TRUE(inside.ok()) << inside;
+  EXPECT_EQ(out[0], 7.0f);
+  d.buffers[0] = Bind(in);
+  const absl::Status before = Dispatch(d);
+  EXPECT_EQ(before.code(), absl::StatusCode::kFailedPrecondition) << before;
+  EXPECT_THAT(before.message(), HasSubstr("4 bytes at byte -4 from the start of [[buffer(0)]]"));
+}
+
 TEST(MslRuntimeTest, AMisalignedBindingIsAnErrorNotAMisalignedRead) {
   // A byte offset of 1 into a float buffer: Metal requires offsets aligned to the element.
   std::vector<float> in(66, 1.0f), out(64);
@@ -134,6 +167,19 @@ TEST(MslRuntimeTest, ADivergentBarrierInAMetalSourceIsReportedAtItsLine) {
   EXPECT_THAT(status.message(), HasSubstr("executor_kernels.metal:41"));
   EXPECT_THAT(status.message(), HasSubstr("[index 16, simdgroup 0 lane 16] returned without "
                                           "reaching it"));
+}
+
+TEST(MslRuntimeTest, AnErrorInAnIncludedHeaderIsReportedAtItsLine) {
+  std::vector<float> out(32);
+  DispatchDescription d;
+  d.kernel = "divergent_barrier_in_header";
+  d.threads_per_threadgroup = {32, 1, 1};
+  d.buffers = {{0, Bind(out)}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("executor_helpers.h:6"));
+  // divergent_barrier's line (above) comes after the #include: its number is the .metal
+  // file's own.
 }
 
 TEST(MslRuntimeTest, SimdgroupMatrixProduct) {

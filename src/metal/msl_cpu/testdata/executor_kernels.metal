@@ -1,7 +1,7 @@
 // Kernels for msl_cpu's own tests: written as for Apple's compiler.
 #include <metal_stdlib>
 using namespace metal;
-
+#include "executor_helpers.h"
 constant bool scale_output [[function_constant(0)]];
 
 // out[group] = sum of in over the group's threads (simd_sum, then one partial per simdgroup
@@ -65,13 +65,25 @@ kernel void matrix_product(const device float* a [[buffer(0)]],
   simdgroup_store(mc, c);
 }
 
-// Reads one element past the end of its input (the last thread's in[tid + 1]), and one before
-// the start of a binding at a byte offset (the first thread's in[tid - 1] is inside the
-// allocation: not an error, as on a GPU).
+// Reads one element past the end of its input (the last thread's in[tid + 1]).
 kernel void off_by_one_read(const device float* in [[buffer(0)]],
                             device float* out [[buffer(1)]],
                             constant uint& n [[buffer(2)]],
                             uint tid [[thread_index_in_threadgroup]]) {
   const device float* shifted = in + 1;
   out[tid] = tid + 1 < n ? shifted[tid] : shifted[tid] + in[0];
+}
+
+// Reads the element before its binding's start: inside the allocation when the binding starts
+// at a byte offset (allowed, as on a GPU), before the allocation otherwise.
+kernel void read_before_binding(const device float* in [[buffer(0)]],
+                                device float* out [[buffer(1)]]) {
+  out[0] = in[-1];
+}
+
+// The barrier in the included helper, taken by some threads only.
+kernel void divergent_barrier_in_header(device float* out [[buffer(0)]],
+                                        uint tid [[thread_index_in_threadgroup]]) {
+  barrier_if(tid < 8);
+  out[tid] = 2.0f;
 }
