@@ -147,7 +147,16 @@ TEST(DecoderWeightsTest, DecoderRejectsWeightsWithoutValues) {
 // step reads them (canonical order with the token embedding last), none overlapping, for both
 // kinds; a copy has its own arena with the same values, and writing one leaves the other.
 TEST(DecoderWeightsTest, OneArenaInStepOrderAndDeepCopies) {
-  for (const DecoderConfig& config : {SmallGpt2(), SmallLlama()}) {
+  // Sizes that are no multiple of 16 floats (widths 20 and 24, a hidden size of 37, a
+  // vocabulary of 29), so that the padding between tensors is not always 0.
+  DecoderConfig odd_gpt2 = SmallGpt2(), odd_llama = SmallLlama();
+  odd_gpt2.width = 20;
+  odd_gpt2.mlp_hidden = 37;
+  odd_gpt2.vocab_size = 29;
+  odd_llama.width = 24;
+  odd_llama.mlp_hidden = 37;
+  odd_llama.vocab_size = 29;
+  for (const DecoderConfig& config : {SmallGpt2(), SmallLlama(), odd_gpt2, odd_llama}) {
     absl::StatusOr<DecoderWeights> weights = RandomWeights(config, 7);
     ASSERT_TRUE(weights.ok());
     std::vector<std::pair<std::string, const WeightArray*>> order;
