@@ -116,6 +116,11 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy,
         static_cast<size_t>(*Uniform(1, 10)),
         rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.vocab_size)));
     c.new_tokens = *Uniform<int64_t>(1, 20);
+    // A generation feeds the prompt and every chosen token but the last: one case in four
+    // fills the context exactly, so that its last position is used (the rest leave room).
+    if (Sometimes(25)) {
+      m.context_length = static_cast<int64_t>(c.prompt.size()) + c.new_tokens - 1;
+    }
     c.kernel_ptr = kernels[*Uniform<size_t>(0, kernels.size())];
     // An emulated kernel (the Metal dispatcher: a thousand times slower per call) drives one
     // case in ten it is drawn for; the others go to a CPU kernel, so the law's time stays.
@@ -340,10 +345,23 @@ PropertySpec ChunkedPrefillProperty(int cases, const Subject& subject) {
               }
               absl::StatusOr<Generation> chunked =
                   (*g)->Continue(*std::move(logits), c.new_tokens, /*keep_logits=*/true);
-              RC_ASSERT(chunked.ok());
+              if (!chunked.ok()) RC_FAIL(absl::StrCat("chunked: ", chunked.status().ToString()));
               CompareGenerations(*chunked, one_shot, "chunked vs one-shot prefill");
+              // At the end of the context, one more token is refused and moves nothing.
+              const int64_t at = (*g)->position();
+              if (at == c.config.context_length) {
+                const int32_t token = chunked->tokens.back();
+                const absl::StatusOr<std::vector<float>> past = (*g)->Feed({&token, 1});
+                if (past.status().code() != absl::StatusCode::kOutOfRange || (*g)->position() != at) {
+                  RC_FAIL(absl::StrCat("a token past the context (", at, " positions): ",
+                                       past.status().ToString(), ", position ", (*g)->position()));
+                }
+              }
             });
             RC_TAG(strategy.name, absl::StrCat(cuts.size() - 1, " chunks"));
+            RC_CLASSIFY(static_cast<int64_t>(c.prompt.size()) + c.new_tokens - 1 ==
+                            c.config.context_length,
+                        "fills the context");
           }};
 }
 
@@ -354,8 +372,12 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
       [factory, strategies = DecoderStrategies(subject), kernels = DecoderKernels(subject)] {
         const CacheStrategy& strategy = *(*GenStrategy(strategies)).strategy;
         DecoderCase first = *GenDecoderCase(strategy.windowed, kernels);
-        DecoderCase second = first;
         const SecondGeneration again = *GenSecondGeneration(first.config.vocab_size);
+        // One decoder runs both: its context holds the longer of the two.
+        first.config.context_length = std::max(
+            first.config.context_length,
+            static_cast<int64_t>(again.prompt.size()) + again.new_tokens - 1);
+        DecoderCase second = first;
         second.prompt = again.prompt;
         second.new_tokens = again.new_tokens;
         RunIsolated([&] {
