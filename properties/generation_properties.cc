@@ -400,14 +400,76 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
       }};
 }
 
+// The window each layer attends over, written out here rather than read from the engine
+// (model::EffectiveLayerWindows): llama's even layers have the model's sliding window, and a
+// windowed cache imposes its own; the stricter of the two holds (0: none).
+std::vector<int64_t> ExpectedLayerWindows(const DecoderConfig& config, int64_t cache_window) {
+  std::vector<int64_t> windows;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    int64_t window =
+        config.kind == DecoderKind::kLlama && l % 2 == 0 ? config.sliding_window : 0;
+    if (cache_window > 0 && (window == 0 || cache_window < window)) window = cache_window;
+    windows.push_back(window);
+  }
+  return windows;
+}
+
+// `logits` (V values) of position `s` against row s of `exact` ([S, V]).
+void CheckAgainstExact(absl::Span<const float> logits, const std::vector<double>& exact,
+                       int64_t s, const std::string& what) {
+  const int64_t V = static_cast<int64_t>(logits.size());
+  double max_abs = 0;
+  for (int64_t v = 0; v < V; ++v) max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
+  const double tolerance = kReferenceLogitTolerance * (1 + max_abs);
+  for (int64_t v = 0; v < V; ++v) {
+    const double error = std::fabs(logits[v] - exact[s * V + v]);
+    if (!(error <= tolerance)) {
+      RC_FAIL(absl::StrCat(what, " position ", s, " logit ", v, ": ", logits[v], " vs exact ",
+                           exact[s * V + v], " (tolerance ", tolerance, ")"));
+    }
+  }
+}
+
+// A generation through a windowed cache (ring, scattered) against the reference decoder
+// over the tokens it fed, with the windows written out independently of the engine.
+PropertySpec WindowedCacheVsReferenceProperty(int cases) {
+  std::vector<const CacheStrategy*> windowed;
+  for (const CacheStrategy* strategy : DecoderStrategies(BuiltinSubject())) {
+    if (strategy->windowed) windowed.push_back(strategy);
+  }
+  return {"generation/windowed_cache_vs_reference", cases,
+          [windowed, kernels = DecoderKernels(BuiltinSubject())] {
+            const CacheStrategy& strategy = *(*GenStrategy(windowed)).strategy;
+            const DecoderCase c = *GenDecoderCase(true, kernels);
+            RunIsolated([&] {
+              const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+              const Generation generation =
+                  Run(CorrectGenerator(), *decoder, Options(c, &strategy), c);
+              std::vector<int32_t> fed = c.prompt;
+              fed.insert(fed.end(), generation.tokens.begin(), generation.tokens.end() - 1);
+              const std::vector<double> exact = reference::ReferenceDecoderLogits(
+                  decoder->weights(), fed, ExpectedLayerWindows(c.config, c.cache_window));
+              const int64_t P = static_cast<int64_t>(c.prompt.size());
+              for (size_t t = 0; t < generation.logits.size(); ++t) {
+                CheckAgainstExact(generation.logits[t], exact, P - 1 + static_cast<int64_t>(t),
+                                  absl::StrCat(strategy.name, " (window ", c.cache_window,
+                                               ") step ", t));
+              }
+            });
+            RC_TAG(strategy.name, model::DecoderKindName(c.config.kind));
+            RC_CLASSIFY(c.config.sliding_window > 0 && c.config.sliding_window < c.cache_window,
+                        "the model's window is the stricter");
+            RC_CLASSIFY(c.config.sliding_window > c.cache_window, "the cache's window is the stricter");
+          }};
+}
+
 PropertySpec EngineVsReferenceProperty(int cases) {
   return {
       "generation/engine_vs_reference", cases, [kernels = DecoderKernels(BuiltinSubject())] {
         const DecoderCase c = *GenDecoderCase(false, kernels);
         RunIsolated([&] {
           const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-          const std::vector<int64_t> windows =
-              model::EffectiveLayerWindows(c.config, Options(c, nullptr));
+          const std::vector<int64_t> windows = ExpectedLayerWindows(c.config, 0);
           const std::vector<double> exact =
               reference::ReferenceDecoderLogits(decoder->weights(), c.prompt, windows);
           const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
@@ -420,19 +482,8 @@ PropertySpec EngineVsReferenceProperty(int cases) {
                 decoder->Forward(c.prompt, {0, 0}, {}, options);
             RC_ASSERT(logits.ok());
             for (int64_t s = 0; s < S; ++s) {
-              double max_abs = 0;
-              for (int64_t v = 0; v < V; ++v)
-                max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
-              const double tolerance = kReferenceLogitTolerance * (1 + max_abs);
-              for (int64_t v = 0; v < V; ++v) {
-                const double error = std::fabs((*logits)[s * V + v] - exact[s * V + v]);
-                if (!(error <= tolerance)) {
-                  RC_FAIL(absl::StrCat(path == model::MatmulPath::kOptimized ? "optimized" : "plain",
-                                       " position ", s, " logit ", v, ": ", (*logits)[s * V + v],
-                                       " vs exact ", exact[s * V + v], " (tolerance ", tolerance,
-                                       ")"));
-                }
-              }
+              CheckAgainstExact(absl::MakeConstSpan(*logits).subspan(s * V, V), exact, s,
+                                path == model::MatmulPath::kOptimized ? "optimized" : "plain");
             }
           }
         });
@@ -484,6 +535,7 @@ std::vector<PropertySpec> GenerationProperties(const Subject& subject) {
   if (resets) specs.push_back(ResetBetweenGenerationsProperty(CorrectGenerator(), 200, "", subject));
   if (subject.builtin) {
     specs.push_back(EngineVsReferenceProperty(200));
+    specs.push_back(WindowedCacheVsReferenceProperty(100));
     specs.push_back(TokenChoiceProperty(300));
   }
   return specs;

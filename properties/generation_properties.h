@@ -8,7 +8,10 @@
 //   - generation/reset_between_generations: a second generation after Reset is bitwise the
 //     generation of a fresh generator;
 //   - generation/engine_vs_reference: the engine's logits (full recomputation, both matmul
-//     paths) against the 50-digit reference decoder, within the tolerance.
+//     paths) against the 50-digit reference decoder, within the tolerance;
+//   - generation/windowed_cache_vs_reference: a generation through a windowed cache against
+//     the reference decoder over the tokens it fed, each layer's window (the stricter of the
+//     model's and the cache's) written out in the law, not taken from the engine.
 //
 // Logit tolerance: |engine - exact| <= 1e-3 * (1 + max_v |exact logit_v|) per step. This is
 // an engineering tolerance, not a derived bound (the attention bound of reference/ does not
