@@ -25,6 +25,12 @@ TEST(DType, F16RoundTripIsExactForAllBitPatterns) {
       EXPECT_TRUE(std::isnan(f)) << std::hex << bits;
       EXPECT_TRUE(IsNaN16(F32ToF16Bits(f), 5)) << std::hex << bits;
       EXPECT_EQ(std::signbit(f), (h & 0x8000) != 0);
+      // The payload moves into the top of the f32 mantissa and back; narrowing sets the
+      // quiet bit and keeps the sign (dtype.h).
+      EXPECT_EQ(std::bit_cast<uint32_t>(f),
+                (uint32_t{h & 0x8000u} << 16) | 0x7f800000u | (uint32_t{h & 0x3ffu} << 13))
+          << std::hex << bits;
+      EXPECT_EQ(F32ToF16Bits(f), h | 0x0200u) << std::hex << bits;
       continue;
     }
     EXPECT_EQ(F32ToF16Bits(f), h) << std::hex << bits;
@@ -38,6 +44,8 @@ TEST(DType, BF16RoundTripIsExactForAllBitPatterns) {
     if (IsNaN16(b, 8)) {
       EXPECT_TRUE(std::isnan(f)) << std::hex << bits;
       EXPECT_TRUE(IsNaN16(F32ToBF16Bits(f), 8)) << std::hex << bits;
+      EXPECT_EQ(std::bit_cast<uint32_t>(f), uint32_t{b} << 16) << std::hex << bits;
+      EXPECT_EQ(F32ToBF16Bits(f), b | 0x0040u) << std::hex << bits;
       continue;
     }
     EXPECT_EQ(F32ToBF16Bits(f), b) << std::hex << bits;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -184,6 +185,17 @@ TEST(Tensor, SliceSetErrorsWriteNothing) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank")));
   EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {2, 1}), 1, -1),
               StatusIs(absl::StatusCode::kOutOfRange));
+  // An empty source is checked like any other: its window may end at the dimension's end,
+  // not past it, and its other dimensions and dtype must match.
+  EXPECT_OK(SliceSet(buffer, Iota(DType::kF32, {2, 0}), 1, 4));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {2, 0}), 1, 5),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("exceeds dimension 1")));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {2, 0}), 1, -1),
+              StatusIs(absl::StatusCode::kOutOfRange));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF32, {0, 4}), 1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dimension 0")));
+  EXPECT_THAT(SliceSet(buffer, Iota(DType::kF16, {2, 0}), 1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype")));
   EXPECT_EQ(buffer.ToFloats(), before);
 }
 
@@ -216,6 +228,32 @@ TEST(Tensor, ContiguousKeepsStorageOnlyWhenAlreadyContiguous) {
   EXPECT_FALSE(c.SharesStorageWith(t));
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_EQ(c.ToBits(), tr.ToBits());
+}
+
+// A copy between tensors of one dtype moves bits, not values: every one of the 65,536 f16 and
+// bf16 patterns (signalling NaNs, NaN payloads and signs, subnormals, -0) comes out as it went
+// in, through every copying op. (A copy through f32 would quiet the signalling NaNs.)
+TEST(Tensor, SameDtypeCopiesKeepEveryBitPattern) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    Tensor all = *Tensor::Zeros(dtype, {256, 256});
+    std::vector<uint16_t> patterns(65536);
+    std::iota(patterns.begin(), patterns.end(), uint16_t{0});
+    std::memcpy(all.storage()->bytes(), patterns.data(), patterns.size() * 2);
+    ASSERT_EQ(all.ToBits(), std::vector<uint32_t>(patterns.begin(), patterns.end()));
+    const Tensor transposed = *Transpose(all, 0, 1);
+    const std::vector<uint32_t> transposed_bits = transposed.ToBits();
+    EXPECT_EQ(Contiguous(transposed)->ToBits(), transposed_bits) << DTypeName(dtype);
+    EXPECT_EQ(Cast(transposed, dtype)->ToBits(), transposed_bits) << DTypeName(dtype);
+    Tensor target = *Tensor::Zeros(dtype, {256, 256});
+    ASSERT_OK(CopyInto(target, transposed));
+    EXPECT_EQ(target.ToBits(), transposed_bits) << DTypeName(dtype);
+    Tensor wider = *Tensor::Zeros(dtype, {256, 300});
+    ASSERT_OK(SliceSet(wider, transposed, 1, 44));
+    EXPECT_EQ(Narrow(wider, 1, 44, 256)->ToBits(), transposed_bits) << DTypeName(dtype);
+    std::vector<uint32_t> twice = transposed_bits;
+    twice.insert(twice.end(), transposed_bits.begin(), transposed_bits.end());
+    EXPECT_EQ(Cat({transposed, transposed}, 0)->ToBits(), twice) << DTypeName(dtype);
+  }
 }
 
 TEST(Tensor, CastAndCopyIntoConvert) {
