@@ -81,8 +81,12 @@ struct AnyPointer {
   }
   template <typename T>
   operator T&() const {
-    if (bounds.index >= 0 && (bounds.first > 0 || static_cast<int64_t>(sizeof(T)) > bounds.last)) {
-      ThrowOutOfBounds(bounds, 0, sizeof(T));
+    if (bounds.index >= 0) {
+      // The object must fit between the binding's start and its allocation's end, and start
+      // on its alignment (a misaligned reference is undefined, in C++ as on a GPU).
+      if (static_cast<int64_t>(sizeof(T)) > bounds.last) ThrowOutOfBounds(bounds, 0, sizeof(T));
+      const size_t remainder = reinterpret_cast<uintptr_t>(pointer) % alignof(T);
+      if (remainder != 0) ThrowMisaligned(bounds, remainder, alignof(T));
     }
     return *static_cast<T*>(pointer);
   }

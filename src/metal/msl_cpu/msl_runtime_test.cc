@@ -2,6 +2,7 @@
 #include "src/metal/msl_cpu/msl_runtime.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -120,6 +121,20 @@ TEST(MslRuntimeTest, AConstantReferenceMustFitInItsBuffer) {
   d.buffers = {{0, Bind(in)}, {1, Bind(out)}, {2, {&too_small, sizeof too_small, 0}}};
   const absl::Status status = Dispatch(d);
   EXPECT_THAT(status.message(), HasSubstr("4 bytes at byte 0 from the start of [[buffer(2)]]"));
+}
+
+TEST(MslRuntimeTest, AMisalignedConstantReferenceIsAnError) {
+  std::vector<float> in(65, 1.0f), out(64);
+  alignas(4) uint8_t bytes[8] = {};
+  const uint32_t n = 64;
+  std::memcpy(bytes + 2, &n, sizeof n);
+  DispatchDescription d;
+  d.kernel = "off_by_one_read";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(in)}, {1, Bind(out)}, {2, {bytes, sizeof bytes, 2}}};
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(), HasSubstr("[[buffer(2)]] is bound 2 bytes past a 4-byte boundary"));
 }
 
 TEST(MslRuntimeTest, HalfInputsAndAByteOffset) {
