@@ -37,6 +37,8 @@ BadAppend::BadAppend(const Model& m) : branch_(PickBranch(m)), kind_(*Uniform(0,
   const bool fixed = m.branches[branch_].model.shape().has_value();
   RC_PRE(fixed || kind_ > kWrongHeadDim);
   if (kind_ == kZeroSize) zero_dim_ = *rc::gen::element(0, 1, 3);
+  if (kind_ == kKvMismatch) mismatch_dim_ = *rc::gen::element(2, 0, 1, 3, 4);
+  if (kind_ == kKvMismatch || kind_ == kWrongRank) v_is_wrong_ = *Uniform(0, 2) == 0;
   into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append
 }
 
@@ -88,17 +90,24 @@ void BadAppend::run(const Model& m, Sut& sut) const {
     case kZeroSize:
       dims[zero_dim_] = 0;
       break;
-    case kWrongRank:
-      dims.pop_back();
-      break;
     default:
       break;
   }
   const Tensor k = Zeros(dtype, dims);
-  if (kind_ == kKvMismatch) {
-    std::vector<int64_t> v_dims = dims;
-    v_dims[2] += 1;
-    status = append(k, Zeros(dtype, v_dims), {});
+  if (kind_ == kKvMismatch || kind_ == kWrongRank) {
+    // One of the two right for the cache, the other not: one size or the dtype differs, or
+    // it has rank 3.
+    std::vector<int64_t> other_dims = dims;
+    DType other_dtype = dtype;
+    if (kind_ == kWrongRank) {
+      other_dims.pop_back();
+    } else if (mismatch_dim_ == 4) {
+      other_dtype = dtype == DType::kF32 ? DType::kF16 : DType::kF32;
+    } else {
+      other_dims[mismatch_dim_] += 1;
+    }
+    const Tensor other = Zeros(other_dtype, other_dims);
+    status = v_is_wrong_ ? append(k, other, {}) : append(other, k, {});
   } else if (kind_ == kOverflowingSeq) {
     // A zero-stride (broadcast) view: enormous S without the memory.
     const int64_t seq = kMaxSequenceLength - MaxAppended(branch) + 1;
@@ -136,6 +145,11 @@ void BadAppend::run(const Model& m, Sut& sut) const {
 void BadAppend::show(std::ostream& os) const {
   os << "BadAppend(branch " << branch_ << ", " << kKindNames[kind_];
   if (kind_ == kZeroSize) os << " in dim " << zero_dim_;
+  if (kind_ == kKvMismatch) {
+    os << (mismatch_dim_ == 4 ? " in the dtype" : " in dim ");
+    if (mismatch_dim_ < 4) os << mismatch_dim_;
+  }
+  if (kind_ == kKvMismatch || kind_ == kWrongRank) os << (v_is_wrong_ ? ", v wrong" : ", k wrong");
   if (into_kept_view_) os << ", into the kept view";
   os << ")";
 }

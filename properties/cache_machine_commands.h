@@ -129,6 +129,10 @@ class BadAppend : public Command {
   int branch_;
   int kind_;
   int zero_dim_ = 0;  // the dimension set to 0 (kind "zero-size dim")
+  // Kind "k/v shape mismatch" and "rank 3": the dimension of v that differs from k's (0-3, 4:
+  // the dtype), and whether v (else k) is the wrong one.
+  int mismatch_dim_ = 2;
+  bool v_is_wrong_ = true;
   bool into_kept_view_ = false;  // AppendInto the branch's kept view, which must not change
 };
 
