@@ -40,8 +40,11 @@ absl::Status CheckStorageBudget(const char* strategy, std::optional<int64_t> byt
 }
 
 int64_t SlotBytes(const KvShape& shape) {
-  // Validated shapes of an existing input: B * KH * D elements fit (they were allocated).
-  return 2 * shape.batch * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
+  // A zero-stride input's B * KH * D need not fit anything that was allocated (2^61 elements
+  // of one float), so the product is checked: past int64_t no budget admits it.
+  const std::optional<int64_t> bytes = CheckedProduct(
+      {2, shape.batch, shape.num_kv_heads, shape.head_dim, DTypeSize(shape.dtype)});
+  return bytes.value_or(INT64_MAX);
 }
 
 absl::StatusOr<int64_t> GrownCapacity(const char* strategy, int64_t capacity, int64_t initial,

@@ -34,7 +34,8 @@ void FillNaN(const Tensor& view);
 // Errors: kResourceExhausted naming the strategy, the bytes and the budget.
 absl::Status CheckStorageBudget(const char* strategy, std::optional<int64_t> bytes, int64_t budget);
 
-// Bytes one token slot takes in a cache's K and V buffers: 2 * B * KH * D * element size.
+// Bytes one token slot takes in a cache's K and V buffers: 2 * B * KH * D * element size, or
+// INT64_MAX when that overflows (a zero-stride input; no budget admits it).
 int64_t SlotBytes(const KvShape& shape);
 
 // The capacity (slots per row) a growing buffer moves to when `needed` slots do not fit in

@@ -57,7 +57,8 @@ void PagedCache::ReleaseTables() { tables_.clear(); }
 
 int64_t PagedCache::BlockBytes() const {
   // One K and one V block: the bytes of 16 slots of every head (B = 1 per block).
-  return kBlockTokens * cache_internal::SlotBytes(*shape()) / shape()->batch;
+  return CheckedMul(kBlockTokens, cache_internal::SlotBytes(*shape()) / shape()->batch)
+      .value_or(INT64_MAX);
 }
 
 absl::Status PagedCache::DoAppend(const Tensor& k, const Tensor& v,

@@ -162,6 +162,32 @@ TEST_P(CacheContractTest, BadAppendsFailWithTheirCodeAndChangeNothing) {
   EXPECT_EQ(cache->View()->k.ToBits(), bits);
 }
 
+// A zero-stride view may have more elements per token than any machine could allocate: B x KH
+// x D of 2^61 elements (2^64 bytes per token of K and V in f32, past int64_t). The cache
+// refuses it for its storage, and keeps its state; it must not compute the size unchecked.
+TEST_P(CacheContractTest, ATokenTooLargeForAnyBufferIsRefusedForItsStorage) {
+  const Tensor token = Tokens(dtype(), 1, 1, 1, 1, 7);
+  for (const int64_t before : {int64_t{0}, int64_t{2}}) {
+    SCOPED_TRACE(before == 0 ? "the first append" : "after 2 tokens");
+    std::unique_ptr<KvCache> cache = Make();
+    if (before > 0) {
+      const Tensor k = Tokens(dtype(), 2, 2, before, 4, 0);
+      ASSERT_OK(cache->Append(k, k));
+    }
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{int64_t{1} << 20, int64_t{1} << 20, 1, int64_t{1} << 21},
+          std::vector<int64_t>{int64_t{1} << 20, 1, 1, int64_t{1} << 40}}) {
+      const Tensor wide =
+          *Tensor::View(token.storage(), *Layout::Strided(shape, {0, 0, 0, 0}, 0));
+      const absl::StatusOr<CacheView> view = cache->Append(wide, wide);
+      // After the first append the shape is fixed, and any other is a precondition error.
+      EXPECT_THAT(view, StatusIs(before == 0 ? absl::StatusCode::kResourceExhausted
+                                             : absl::StatusCode::kFailedPrecondition));
+      EXPECT_EQ(cache->seq_len(), before);
+    }
+  }
+}
+
 // The length limit admits an append that ends exactly at kMaxSequenceLength tokens, as the
 // first append (checked before the shape is fixed) and as a later one (the step's own check).
 // A zero-stride view gives the length without the memory. A window strategy keeps the last W
