@@ -39,6 +39,7 @@ BadAppend::BadAppend(const Model& m) : branch_(PickBranch(m)), kind_(*Uniform(0,
   if (kind_ == kZeroSize) zero_dim_ = *rc::gen::element(0, 1, 3);
   if (kind_ == kKvMismatch) mismatch_dim_ = *rc::gen::element(2, 0, 1, 3, 4);
   if (kind_ == kKvMismatch || kind_ == kWrongRank) v_is_wrong_ = *Uniform(0, 2) == 0;
+  if (kind_ == kActiveFlags) flags_ = *Uniform(0, 3);
   into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append
 }
 
@@ -119,13 +120,17 @@ void BadAppend::run(const Model& m, Sut& sut) const {
     status = append(*huge, *huge, {});
     expected = absl::StatusCode::kOutOfRange;
   } else if (kind_ == kActiveFlags) {
-    // A wrong number of flags is invalid everywhere; a false flag needs a per-row strategy.
+    // A wrong number of flags (one more, or one fewer but not none: no flags is every row) is
+    // invalid everywhere; a false flag needs a per-row strategy.
     absl::InlinedVector<bool, 5> active(shape.batch, true);
-    if (m.strategy->per_row) {
-      active.push_back(true);
-    } else {
+    const bool false_flag = !m.strategy->per_row && flags_ == 2;
+    if (false_flag) {
       active[0] = false;
       expected = absl::StatusCode::kUnimplemented;
+    } else if (flags_ == 1 && shape.batch > 1) {
+      active.pop_back();
+    } else {
+      active.push_back(true);
     }
     status = append(k, k, absl::Span<const bool>(active.data(), active.size()));
   } else {
@@ -150,6 +155,10 @@ void BadAppend::show(std::ostream& os) const {
     if (mismatch_dim_ < 4) os << mismatch_dim_;
   }
   if (kind_ == kKvMismatch || kind_ == kWrongRank) os << (v_is_wrong_ ? ", v wrong" : ", k wrong");
+  if (kind_ == kActiveFlags) {
+    const char* const kFlags[] = {"one flag more", "one flag fewer", "a false flag"};
+    os << ", " << kFlags[flags_] << " (or one more where that cannot be)";
+  }
   if (into_kept_view_) os << ", into the kept view";
   os << ")";
 }

@@ -112,6 +112,14 @@ void CheckCapacityAndHeldBytes(const CacheMachineModel& model, const KvCache& ca
     RC_FAIL(absl::StrCat("branch ", index, " reports capacity ", capacity, " below its rows' ",
                          "length ", shortest));
   }
+  // Every row can hold `capacity` tokens in the buffers it has now: at least that many slots'
+  // bytes are held.
+  const int64_t slot_bytes =
+      2 * shape.batch * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
+  if (held < capacity * slot_bytes) {
+    RC_FAIL(absl::StrCat("branch ", index, " reports capacity ", capacity, " (", slot_bytes,
+                         " bytes a slot) but holds ", held, " bytes"));
+  }
   const int64_t visible_bytes =
       2 * visible * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
   if (held < visible_bytes) {

@@ -110,7 +110,8 @@ AppendTokens::AppendTokens(const Model& m, Kind kind) : kind_(kind), branch_(Pic
   const int64_t length = MaxAppended(branch);
   switch (kind) {
     case Kind::kPrefill:
-      seq_ = *Uniform<int64_t>(2, 25);
+      // One prefill in ten is empty (S = 0: a no-op, which fixes no shape on an empty cache).
+      seq_ = *Uniform(0, 10) == 9 ? 0 : *Uniform<int64_t>(2, 25);
       break;
     case Kind::kDecode:
       seq_ = 1;
@@ -125,9 +126,12 @@ AppendTokens::AppendTokens(const Model& m, Kind kind) : kind_(kind), branch_(Pic
   const std::vector<int64_t> dims = {shape_.batch, shape_.num_kv_heads, seq_, shape_.head_dim};
   k_ = GenCacheInput(m.dtype, dims);
   v_ = GenCacheInput(m.dtype, dims);
-  // Shrinks to every row active.
-  if (m.strategy->per_row && *Uniform(0, 2) == 1) {
-    for (int64_t b = 0; b < shape_.batch; ++b) active_.push_back(*Uniform(0, 3) != 2);
+  // Shrinks to every row active (no flags). With flags: some rows inactive on a per-row
+  // strategy; every row active, spelled out, on the others (which must take that).
+  if (*Uniform(0, 2) == 1) {
+    for (int64_t b = 0; b < shape_.batch; ++b) {
+      active_.push_back(m.strategy->per_row ? *Uniform(0, 3) != 2 : true);
+    }
   }
   into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append
 }
@@ -137,6 +141,7 @@ void AppendTokens::checkPreconditions(const Model& m) const {
 }
 
 void AppendTokens::apply(Model& m) const {
+  if (seq_ == 0) return;  // a no-op, also on an empty cache (it fixes no shape)
   MachineBranch& branch = m.branches[branch_];
   branch.model.Append(shape_, seq_, SpecBits(k_), SpecBits(v_),
                       absl::Span<const bool>(active_.data(), active_.size()));
@@ -168,6 +173,20 @@ void AppendTokens::run(const Model& m0, Sut& sut) const {
   if (!view.ok()) RC_FAIL(absl::StrCat("append failed: ", view.status().ToString()));
   const Model m = nextState(m0);
   const reference::CacheModel& branch = m.branches[branch_].model;
+  if (seq_ == 0 && !branch.shape().has_value()) {
+    // An empty append to an empty cache: an empty view of the input's B, KH, D and dtype.
+    const std::vector<int64_t> empty = {shape_.batch, shape_.num_kv_heads, 0, shape_.head_dim};
+    for (const Tensor* t : {&view->k, &view->v}) {
+      if (t->dtype() != shape_.dtype || t->shape() != Dims(empty.begin(), empty.end())) {
+        RC_FAIL(absl::StrCat("an empty append to an empty cache returned ", t->DebugString()));
+      }
+    }
+    if (!view->positions.empty()) RC_FAIL("an empty append returned positions");
+    CheckMachine(m, sut, branch_);
+    sut.last_views[branch_] = SavedView{*view, view->k.ToBits(), view->v.ToBits()};
+    NoteEvent(true, "empty append to an empty cache");
+    return;
+  }
   const std::string mismatch =
       DescribeViewMismatch(*view, branch, m.dtype, m.strategy->per_row, "returned view");
   if (!mismatch.empty()) RC_FAIL(mismatch);
@@ -182,8 +201,10 @@ void AppendTokens::run(const Model& m0, Sut& sut) const {
       "returned view, after the caller overwrote the k and v it had appended (the cache still "
       "reads the caller's buffers)");
   if (!kept_input.empty()) RC_FAIL(kept_input);
-  sut.last_views[branch_] = SavedView{*view, view->k.ToBits(), view->v.ToBits()};
+  // The branch's previous view first: this append must not have changed it (a window cache
+  // excepted, which reuses its slots). Then the new one is kept for the commands after.
   CheckMachine(m, sut, branch_);
+  sut.last_views[branch_] = SavedView{*view, view->k.ToBits(), view->v.ToBits()};
 
   const int64_t window = m.window();
   const int64_t length = MaxAppended(branch);

@@ -133,6 +133,9 @@ class BadAppend : public Command {
   // the dtype), and whether v (else k) is the wrong one.
   int mismatch_dim_ = 2;
   bool v_is_wrong_ = true;
+  // Kind "bad active flags": one flag more, one fewer, or a false flag on a strategy with one
+  // length for all rows.
+  int flags_ = 0;
   bool into_kept_view_ = false;  // AppendInto the branch's kept view, which must not change
 };
 

@@ -1254,8 +1254,8 @@ MUTANTS = [
     (
         'params_kv_positions_one_row',
         'src/attention/attention_params.cc',
-        'static_cast<int64_t>(params.kv_positions.size()) != shape.batch * shape.kv_len) {',
-        'static_cast<int64_t>(params.kv_positions.size()) != shape.kv_len) {',
+        'const std::optional<int64_t> key_rows = CheckedMul(shape.batch, shape.kv_len);',
+        'const std::optional<int64_t> key_rows = shape.kv_len;',
         'kv_positions validated as one row of Skv shared by the batch: per-row tables '
         '(B * Skv) are refused for B > 1, and a table of Skv is accepted and read past its end',
     ),
@@ -1342,5 +1342,35 @@ MUTANTS = [
         'a view an engine returns is borrowed for its element count, not its extent: strided '
         '(narrowed, padded) views are refused by Tensor::View (kInvalidArgument), contiguous '
         'ones pass',
+    ),
+    # Fourth campaign: from an audit of the cache contract against its checks (the gaps it
+    # found are closed by the tests of the same commit).
+    (
+        'paged_capacity_most_blocks',
+        'src/cache/paged_cache.cc',
+        'fewest = std::min(fewest, table.size());',
+        'fewest = std::max(fewest, table.size());',
+        'paged capacity from the row with the most blocks: over-reports once rows differ',
+    ),
+    (
+        'active_fewer_flags_accepted',
+        'src/cache/kv_cache.cc',
+        'if (!active.empty() && static_cast<int64_t>(active.size()) != input.batch) {',
+        'if (!active.empty() && static_cast<int64_t>(active.size()) > input.batch) {',
+        'B - 1 active flags accepted (the last row read past the flags)',
+    ),
+    (
+        'active_all_true_refused',
+        'src/cache/kv_cache.cc',
+        'for (bool a : active) any_inactive = any_inactive || !a;',
+        'any_inactive = !active.empty();',
+        'any explicit flags, all true included, refused by strategies with one length for all rows',
+    ),
+    (
+        'empty_first_append_stale_view',
+        'src/cache/kv_cache.cc',
+        '    view = std::move(empty);\n',
+        '',
+        'AppendInto with S = 0 on an empty cache leaves the view it was given',
     ),
 ]
