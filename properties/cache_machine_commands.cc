@@ -18,7 +18,7 @@ thread_local std::set<std::string>* current_events = nullptr;
 // Cache contents: finite values from a seed (the bits matter, not which values: the laws are
 // bit-exact), and now and then a few NaN/inf; plain, transposed or hostile layouts.
 TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
-  const int layout = *Uniform(0, 3);
+  const int layout = *Uniform(0, 4);
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   TensorSpec spec = TensorSpec::Contiguous(
@@ -31,6 +31,9 @@ TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
           *rc::gen::element(NAN, INFINITY, -INFINITY);
     }
   }
+  // A broadcast (stride 0) along B, KH, S or D, as expand() makes (KV heads repeated for GQA,
+  // one prompt for every batch row): the values repeat, the buffer holds one element.
+  if (layout == 3) RepeatAlong(spec, *rc::gen::element(1, 0, 2, 3));
   return spec;
 }
 
@@ -219,6 +222,7 @@ void AppendTokens::run(const Model& m0, Sut& sut) const {
   NoteEvent(m.forked && m.branches.size() > 1, "fork then diverge");
   NoteEvent(m.branches[branch_].reused_after_reset, "reset then reuse");
   NoteEvent(!k->is_contiguous(), "strided input");
+  NoteEvent(!k_.broadcast_dims.empty(), "stride-0 input");
   NoteEvent(std::count(active_.begin(), active_.end(), false) > 0, "inactive rows");
   NoteEvent(into_kept_view_, "append into the kept view");
 }

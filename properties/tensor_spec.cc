@@ -1,5 +1,6 @@
 #include "properties/tensor_spec.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "absl/strings/str_join.h"
@@ -22,7 +23,53 @@ TensorSpec TensorSpec::Contiguous(DType dtype, std::vector<int64_t> shape,
   return spec;
 }
 
+void RepeatAlong(TensorSpec& spec, int dim) {
+  const int64_t size = spec.shape[dim];
+  int64_t inner = 1;
+  for (size_t d = dim + 1; d < spec.shape.size(); ++d) inner *= spec.shape[d];
+  for (size_t i = 0; i < spec.values.size(); ++i) {
+    const int64_t at = static_cast<int64_t>(i) / inner % size;
+    spec.values[i] = spec.values[i - at * inner];
+  }
+  spec.broadcast_dims.push_back(dim);
+}
+
+namespace {
+
+// The buffer and view of `spec` without its broadcasts.
+absl::StatusOr<Tensor> MaterializeDense(const TensorSpec& spec);
+
+}  // namespace
+
 absl::StatusOr<Tensor> Materialize(const TensorSpec& spec) {
+  if (spec.broadcast_dims.empty()) return MaterializeDense(spec);
+  // One element across each broadcast dim in the buffer, then the view widened with stride 0.
+  TensorSpec narrow = spec;
+  narrow.broadcast_dims.clear();
+  std::vector<bool> broadcast(spec.shape.size(), false);
+  for (int d : spec.broadcast_dims) broadcast[d] = true;
+  narrow.values.clear();
+  for (size_t i = 0; i < spec.values.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i);
+    bool first = true;
+    for (int d = static_cast<int>(spec.shape.size()) - 1; d >= 0; --d) {
+      if (broadcast[d] && rest % spec.shape[d] != 0) first = false;
+      rest /= spec.shape[d];
+    }
+    if (first) narrow.values.push_back(spec.values[i]);
+  }
+  for (int d : spec.broadcast_dims) narrow.shape[d] = std::min<int64_t>(spec.shape[d], 1);
+  KV_ASSIGN_OR_RETURN(const Tensor dense, MaterializeDense(narrow));
+  std::vector<int64_t> strides(dense.strides().begin(), dense.strides().end());
+  for (int d : spec.broadcast_dims) strides[d] = 0;
+  KV_ASSIGN_OR_RETURN(Layout layout,
+                      Layout::Strided(spec.shape, strides, dense.layout().offset()));
+  return Tensor::View(dense.storage(), std::move(layout));
+}
+
+namespace {
+
+absl::StatusOr<Tensor> MaterializeDense(const TensorSpec& spec) {
   const int rank = static_cast<int>(spec.shape.size());
   Dims buffer_shape;
   for (int i = 0; i < rank; ++i) {
@@ -43,10 +90,15 @@ absl::StatusOr<Tensor> Materialize(const TensorSpec& spec) {
   return view;
 }
 
+}  // namespace
+
 void showValue(const TensorSpec& spec, std::ostream& os) {
   os << DTypeName(spec.dtype) << "[" << absl::StrJoin(spec.shape, ",") << "] buffer_order["
      << absl::StrJoin(spec.buffer_order, ",") << "] padding[" << absl::StrJoin(spec.padding, ",")
      << "] offset[" << absl::StrJoin(spec.offset, ",") << "]";
+  if (!spec.broadcast_dims.empty()) {
+    os << " stride 0 along [" << absl::StrJoin(spec.broadcast_dims, ",") << "]";
+  }
   if (spec.values.size() <= 16) os << " values {" << absl::StrJoin(spec.values, ", ") << "}";
 }
 

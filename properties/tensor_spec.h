@@ -28,6 +28,9 @@ struct TensorSpec {
   std::vector<int> buffer_order;   // buffer dim i holds logical dim buffer_order[i]
   std::vector<int64_t> padding;    // extra elements per logical dim in the buffer
   std::vector<int64_t> offset;     // start of the view per logical dim, <= padding
+  // Logical dims read with stride 0 (a broadcast view, as expand() makes): `values` must
+  // repeat along them (RepeatAlong), and the buffer holds one element across each.
+  std::vector<int> broadcast_dims;
 
   // The plain contiguous layout of `shape`.
   static TensorSpec Contiguous(DType dtype, std::vector<int64_t> shape, std::vector<float> values);
@@ -35,6 +38,10 @@ struct TensorSpec {
 
 // Value written into the padding of a buffer (recognisable, finite, exact in every dtype).
 inline constexpr float kPaddingSentinel = -12345.0f;
+
+// Makes `spec` a broadcast along logical dim `dim`: every value becomes the one at index 0
+// of that dim, and the view reads it with stride 0.
+void RepeatAlong(TensorSpec& spec, int dim);
 
 // Builds the tensor: a new buffer, the view, the values copied in.
 absl::StatusOr<Tensor> Materialize(const TensorSpec& spec);

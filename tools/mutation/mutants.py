@@ -1373,4 +1373,18 @@ MUTANTS = [
         '',
         'AppendInto with S = 0 on an empty cache leaves the view it was given',
     ),
+    (
+        'copy_tokens_zero_stride_d_contiguous',
+        'src/cache/copy_tokens.cc',
+        'const bool rows_contiguous = (ss[3] == 1 || head_dim == 1)',
+        'const bool rows_contiguous = (ss[3] <= 1 || head_dim == 1)',
+        'a source with stride 0 along D copied as a contiguous row (memcpy reads past the element)',
+    ),
+    (
+        'row_step_zero_stride_d',
+        'src/cache/slot_buffers.h',
+        '(head_dim_ == 1 || (k.strides()[3] == 1 && v.strides()[3] == 1));',
+        '(head_dim_ == 1 || (k.strides()[3] <= 1 && v.strides()[3] <= 1));',
+        'the decode step takes a stride-0-along-D token as a contiguous row',
+    ),
 ]
