@@ -478,11 +478,24 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
       for (float& x : p.k) x = -std::fabs(x);
       c.notes.push_back("every score is negative (q >= 0, k <= 0)");
     }
-    if (Sometimes(12)) InsertSpecials(c);
+    // Now and then q, k or v is a broadcast (stride 0) along one dim, as expand() makes (KV
+    // heads repeated for GQA, one prompt for every batch row, one key for every slot): its
+    // values repeat along it. Not together with the special-value patterns, which it would
+    // copy or erase.
+    const int broadcast = Sometimes(20) ? *Uniform(0, 3) : -1;
+    const int broadcast_dim = broadcast >= 0 ? *Uniform(0, 4) : 0;
+    if (broadcast < 0 && Sometimes(12)) InsertSpecials(c);
     if (has(kFeatureMask) && Sometimes(20)) GenerateMask(c);
     c.q = SpecFor(dtype, q_shape, p.q, Sometimes(50));
     c.k = SpecFor(dtype, kv_shape, p.k, Sometimes(50));
     c.v = SpecFor(dtype, kv_shape, p.v, Sometimes(50));
+    if (broadcast >= 0) {
+      TensorSpec& spec = broadcast == 0 ? c.q : broadcast == 1 ? c.k : c.v;
+      RepeatAlong(spec, broadcast_dim);
+      (broadcast == 0 ? p.q : broadcast == 1 ? p.k : p.v) = spec.values;
+      c.notes.push_back(absl::StrCat(broadcast == 0 ? "q" : broadcast == 1 ? "k" : "v",
+                                     " read with stride 0 along dimension ", broadcast_dim));
+    }
     return c;
   });
 }

@@ -1387,4 +1387,11 @@ MUTANTS = [
         '(head_dim_ == 1 || (k.strides()[3] <= 1 && v.strides()[3] <= 1));',
         'the decode step takes a stride-0-along-D token as a contiguous row',
     ),
+    (
+        'operand_zero_stride_d_in_place',
+        'src/attention/flash_problem.h',
+        'return dtype == DType::kF32 && stride[3] == 1 ? reinterpret_cast<const float*>(Row(b, h, s))',
+        'return dtype == DType::kF32 && stride[3] <= 1 ? reinterpret_cast<const float*>(Row(b, h, s))',
+        'an f32 row with stride 0 along D read in place as if contiguous',
+    ),
 ]
