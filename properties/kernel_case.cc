@@ -180,7 +180,8 @@ void GenerateMask(KernelCase& c) {
                // finite. A removed run at the end of a tile's key range is where a scan for
                // removed keys that stops one short lets a removed key's V in.
       const int64_t trailing =
-          LengthNear({1, 2, kTile - 1, kTile, kTile + 1, p.kv_len - 1, p.kv_len}, 0, p.kv_len);
+          LengthNear({1, 2, 3, 5, 7, kTile - 1, kTile, kTile + 1, p.kv_len - 1, p.kv_len}, 0,
+                     p.kv_len);
       const bool padding = Sometimes(50);
       RemoveKeyRun(p.mask, rows, p.kv_len, p.kv_len - trailing, p.kv_len, padding);
       c.notes.push_back(absl::StrCat("mask removes keys [", p.kv_len - trailing, ", ", p.kv_len,
@@ -376,8 +377,14 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     std::vector<int64_t> edges = {0,   1,   2,   31,  32,  33,  63,  64,  65,  95,  96,
                                   97,  127, 128, 129, 255, 256, 257, 511, 512, 513, 600};
     if (p.window > 0) edges.insert(edges.end(), {p.window - 1, p.window, p.window + 1});
-    p.kv_len = LengthNear(edges, 0, std::min<int64_t>(max_kv_len, 320));
-    p.kv_len = std::min(p.kv_len, max_kv_len);
+    // The uniform draw stays below 320 keys (the reference's cost); the edges up to
+    // max_kv_len are kept, so that 511, 512, 513 and 600 (the key split) are reached.
+    edges.erase(std::remove_if(edges.begin(), edges.end(),
+                               [&](int64_t e) { return e > max_kv_len; }),
+                edges.end());
+    p.kv_len = Sometimes(50) && !edges.empty()
+                   ? *rc::gen::elementOf(edges)
+                   : *Uniform<int64_t>(0, std::min<int64_t>(max_kv_len, 320) + 1);
     if (!limits.kv_lens.empty()) p.kv_len = *rc::gen::elementOf(limits.kv_lens);
     // Round parameters, and ones no short decimal writes exactly (a transport that prints
     // them with 6 significant digits, or parses them into a narrower type, changes them):
@@ -406,6 +413,11 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
                                                      static_cast<double>(p.num_heads)))
                       : std::ldexp(1.0f, -static_cast<int>(h % 8 + 1)));
       }
+      // Slopes of either sign (a bias that grows with distance), and a head without one.
+      if (Sometimes(25)) {
+        for (float& slope : p.alibi_slopes) slope = -slope;
+      }
+      if (Sometimes(25)) p.alibi_slopes[*Uniform<int64_t>(0, p.num_heads)] = 0.0f;
     }
     p.causal = has(kFeatureCausal) && Sometimes(60);
     // Prefill rows cut down so that one case's kernel work stays bounded.
@@ -421,7 +433,8 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
           *rc::gen::element<std::string>("ring", "varlen", "q only", "kv only", "both");
     }
     if (c.positions_kind == "ring" && p.kv_len > 0) {
-      SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50));  // tokens appended so far
+      // Tokens appended so far: a few past the window, or 2^40 more.
+      SetRingPositions(p, p.kv_len + *Uniform<int64_t>(0, 50) + (Sometimes(20) ? int64_t{1} << 40 : 0));
       if (has(kFeatureWindow) && Sometimes(50)) p.window = p.kv_len;  // the ring's own window
     } else if (c.positions_kind == "varlen") {
       std::vector<int64_t> lengths;
@@ -430,7 +443,8 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
       }
       SetVarlenPositions(p, lengths);
     } else if (c.positions_kind == "q only") {
-      const int64_t back = *Uniform<int64_t>(0, 4);
+      // A few back, or up to 40 ahead of the newest key (a query that sees every key).
+      const int64_t back = Sometimes(25) ? -*Uniform<int64_t>(1, 41) : *Uniform<int64_t>(0, 4);
       for (int64_t b = 0; b < p.batch; ++b) {
         for (int64_t i = 0; i < p.q_len; ++i) p.q_positions.push_back(p.kv_len - p.q_len + i - back);
       }
@@ -446,7 +460,9 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
       // from its own offset, its queries the newest of them, a few back; sometimes a query
       // is an empty slot (-1), or sits just before the row's first key.
       for (int64_t b = 0; b < p.batch; ++b) {
-        const int64_t offset = *rc::gen::element<int64_t>(0, 1, 7, 1000);
+        // 2^40: positions no float holds exactly, whose differences every rule must take
+        // in int64 before any conversion.
+        const int64_t offset = *rc::gen::element<int64_t>(0, 1, 7, 1000, int64_t{1} << 40);
         const int64_t back = *Uniform<int64_t>(0, 4);
         for (int64_t j = 0; j < p.kv_len; ++j) p.kv_positions.push_back(offset + j);
         for (int64_t i = 0; i < p.q_len; ++i) {
@@ -529,7 +545,7 @@ void SampleCheckedRows(KernelCase& c, int64_t budget) {
   std::vector<int64_t> chosen = {rows - 1};  // the last query row of the last head
   chosen.insert(chosen.end(), c.focus_rows.begin(), c.focus_rows.end());
   for (int64_t n = static_cast<int64_t>(chosen.size()); n < keep; ++n) {
-    chosen.push_back(*rc::gen::inRange<int64_t>(0, rows));
+    chosen.push_back(*Uniform<int64_t>(0, rows));
   }
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());

@@ -145,6 +145,37 @@ std::vector<PropertySpec> MetalLawsBetweenKernels() {
 
 }  // namespace
 
+// The kernels hold at most 256 dims per row (kSdpaMaxHeadDim: the vector and 2-pass kernels'
+// lanes, the tiled kernel's registers). A longer row is refused, naming the head dim, by each
+// kernel and by the dispatcher, not computed over its first 256 dims or past a register array.
+PropertySpec MetalHeadDimLimit() {
+  return {"attention/metal_head_dim_limit", 20, [] {
+            const int64_t head_dim = *rc::gen::element<int64_t>(257, 264, 300, 512);
+            const int64_t q_len = *rc::gen::element<int64_t>(1, 2, 33);
+            const int64_t kv_len = *rc::gen::element<int64_t>(1, 5, 1024);
+            RunIsolated([&] {
+              const Tensor q = *Tensor::Zeros(DType::kF32, {1, 1, q_len, head_dim});
+              const Tensor k = *Tensor::Zeros(DType::kF32, {1, 1, kv_len, head_dim});
+              using Kernel = absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&,
+                                                        const Tensor&, const AttentionParams&);
+              const std::pair<const char*, Kernel> kernels[] = {
+                  {"metal_vector", metal_attention::MetalVectorAttention},
+                  {"metal_2pass", metal_attention::MetalTwoPassAttention},
+                  {"metal_tiled", metal_attention::MetalTiledAttention},
+                  {"metal", metal_attention::MetalAttention}};
+              for (const auto& [name, kernel] : kernels) {
+                const absl::StatusOr<Tensor> out = kernel(q, k, k, {});
+                if (out.status().code() != absl::StatusCode::kInvalidArgument ||
+                    out.status().message().find("head dim") == std::string::npos) {
+                  RC_FAIL(absl::StrCat(name, " with D = ", head_dim, ": ",
+                                       out.status().ToString(),
+                                       "; expected kInvalidArgument naming the head dim"));
+                }
+              }
+            });
+          }};
+}
+
 std::vector<PropertySpec> MetalProperties() {
   std::vector<PropertySpec> laws = {
           MetalKernelVsReference("attention/metal_vector_vs_reference", "metal_vector",
@@ -154,6 +185,7 @@ std::vector<PropertySpec> MetalProperties() {
           MetalKernelVsReference("attention/metal_tiled_vs_reference", "metal_tiled",
                                  metal_attention::MetalTiledAttention, 100)};
   for (PropertySpec& law : MetalLawsBetweenKernels()) laws.push_back(std::move(law));
+  laws.push_back(MetalHeadDimLimit());
   return laws;
 }
 

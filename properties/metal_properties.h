@@ -10,7 +10,9 @@
 //     whole contract (masks, causal and window by positions, softcap, ALiBi, GQA, strided
 //     views, special values), f32 / f16 / bf16, head dims 1..256;
 //   - no emulator error (barrier divergence, threadgroup budget, a buffer read out of bounds)
-//     on any valid input: such an error fails the case with the emulator's report.
+//     on any valid input: such an error fails the case with the emulator's report;
+//   - attention/metal_head_dim_limit: a row longer than the kernels' 256 dims is refused by
+//     each kernel and the dispatcher, naming the head dim.
 #ifndef KVCHECK_PROPERTIES_METAL_PROPERTIES_H_
 #define KVCHECK_PROPERTIES_METAL_PROPERTIES_H_
 

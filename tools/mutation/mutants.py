@@ -1394,4 +1394,34 @@ MUTANTS = [
         'return dtype == DType::kF32 && stride[3] <= 1 ? reinterpret_cast<const float*>(Row(b, h, s))',
         'an f32 row with stride 0 along D read in place as if contiguous',
     ),
+    # From an audit of the kernel cases' reach (the generator changes of the same commit
+    # reach each of these).
+    (
+        'alibi_zero_slope_ends_rows',
+        'src/attention/flash_score_rules-inl.h',
+        '    if (slope == 0.0f) continue;\n    const int64_t qpos = p.QueryPosition(block.batch, block.query[r0 + r]);',
+        '    if (slope == 0.0f) return;\n    const int64_t qpos = p.QueryPosition(block.batch, block.query[r0 + r]);',
+        'a head without ALiBi (slope 0) ends the bias for the block rows after it',
+    ),
+    (
+        'alibi_positions_as_float',
+        'src/attention/key_rules.h',
+        'if (slope != 0.0f) s += slope * static_cast<float>(kpos - qpos);',
+        'if (slope != 0.0f) s += slope * (static_cast<float>(kpos) - static_cast<float>(qpos));',
+        'ALiBi distance from positions rounded to float (wrong past 2^24)',
+    ),
+    (
+        'split_one_short',
+        'src/attention/flash_attention.cc',
+        'splits = few_blocks && shape.kv_len >= 512 ? options.num_threads : 1;',
+        'splits = few_blocks && shape.kv_len >= 512 ? options.num_threads - 1 : 1;',
+        'automatic key splits one fewer than the threads: none at all on one thread (no task runs, the output is never written)',
+    ),
+    (
+        'metal_head_dim_unchecked',
+        'src/metal/metal_attention.cc',
+        '  if (shape.head_dim > kSdpaMaxHeadDim) {',
+        '  if (shape.head_dim > 2 * kSdpaMaxHeadDim) {',
+        'Metal kernels take rows up to 512 dims (computed over 256, or past the tiled kernel registers)',
+    ),
 ]
