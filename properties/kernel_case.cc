@@ -500,7 +500,7 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     // copy or erase.
     const int broadcast = Sometimes(20) ? *Uniform(0, 3) : -1;
     const int broadcast_dim = broadcast >= 0 ? *Uniform(0, 4) : 0;
-    if (broadcast < 0 && Sometimes(12)) InsertSpecials(c);
+    if (broadcast < 0 && Sometimes(limits.specials_percent)) InsertSpecials(c);
     if (has(kFeatureMask) && Sometimes(20)) GenerateMask(c);
     c.q = SpecFor(dtype, q_shape, p.q, Sometimes(50));
     c.k = SpecFor(dtype, kv_shape, p.k, Sometimes(50));

@@ -70,6 +70,8 @@ struct KernelCaseLimits {
   std::vector<int64_t> q_lens, kv_lens;
   // When positive, B * H is at most this: laws over kernels that are slow per row.
   int64_t max_rows = 0;
+  // Percent of cases with special values (NaN, +-inf) in q, k or v.
+  int specials_percent = 12;
 };
 
 // Generated cases; `max_kv_len` bounds Skv.

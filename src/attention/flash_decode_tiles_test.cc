@@ -89,6 +89,33 @@ TEST(FlashDecodeTiles, EveryTileLengthAgreesWithTextbookAttention) {
   }
 }
 
+// f16 K and V with an infinite key element and a NaN value element, decoded on every target:
+// an older target's f16 widening must keep them (Highway's emulated one turns exponent 31
+// into finite numbers). A query of ones meets k[5] = +inf with a positive score, so every row
+// of that KV head is NaN (an infinite weight has no value); the other KV head's rows have a
+// NaN only in dimension 3 (v[7][3] = NaN).
+TEST(FlashDecodeTiles, F16InfinityAndNaNSurviveEveryTarget) {
+  constexpr int64_t kKeys = 100, kDim = 64;
+  const Tensor q = *Tensor::Filled(DType::kF16, {1, 6, 1, kDim}, 1.0f);
+  Tensor k = RandomTensor(DType::kF16, {1, 2, kKeys, kDim}, 4);
+  Tensor v = RandomTensor(DType::kF16, {1, 2, kKeys, kDim}, 5);
+  k.SetFloat({0, 0, 5, 9}, INFINITY);
+  v.SetFloat({0, 1, 7, 3}, NAN);
+  ForEachSimdTarget([&](const std::string& target) {
+    for (int tile : {0, 16, 32}) {
+      const absl::StatusOr<Tensor> out = FlashAttention(q, k, v, {}, {.decode_tile_keys = tile});
+      ASSERT_TRUE(out.ok()) << out.status();
+      for (int64_t h = 0; h < 6; ++h) {
+        for (int64_t d = 0; d < kDim; ++d) {
+          const bool nan = h < 3 || d == 3;
+          EXPECT_EQ(std::isnan(out->GetFloat({0, h, 0, d})), nan)
+              << target << " tile " << tile << " head " << h << " dim " << d;
+        }
+      }
+    }
+  });
+}
+
 TEST(FlashDecodeTiles, OutOfRangeOptionsNameTheOption) {
   const Tensor q = RandomTensor(DType::kF32, {1, 2, 1, 8}, 4);
   const Tensor k = RandomTensor(DType::kF32, {1, 1, 40, 8}, 5);

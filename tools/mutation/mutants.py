@@ -1424,4 +1424,11 @@ MUTANTS = [
         '  if (shape.head_dim > 2 * kSdpaMaxHeadDim) {',
         'Metal kernels take rows up to 512 dims (computed over 256, or past the tiled kernel registers)',
     ),
+    (
+        'f16_registers_on_sse4',
+        'src/attention/flash_decode_simd.cc',
+        '#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)',
+        '#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4 && !defined(HWY_DISABLE_F16C)',
+        'f16 rows widened in registers on SSE4, whose emulated widening makes inf and NaN finite',
+    ),
 ]
