@@ -1,10 +1,13 @@
 #include "defects/defective_paged_cache.h"
 
+#include "src/base/status_macros.h"
+
 namespace kvcheck::defects {
 
 absl::StatusOr<std::unique_ptr<KvCache>> DefectivePagedCache::Create(PagedDefect defect,
                                                                     const CacheConfig& config) {
-  return std::unique_ptr<KvCache>(new DefectivePagedCache(defect, StorageBudget(config)));
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("paged", config));
+  return std::unique_ptr<KvCache>(new DefectivePagedCache(defect, budget));
 }
 
 const char* DefectivePagedCache::name() const {

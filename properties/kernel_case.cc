@@ -151,7 +151,8 @@ void GenerateMask(KernelCase& c) {
   p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
   p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
   const int64_t rows = p.mask_batch * p.mask_heads * p.q_len;
-  const int pattern = *rc::gen::element(0, 1, 1, 2, 3, 4, 5, 6);  // 1, padding, the commonest
+  // 1 (padding) and 5 (the finite "minus infinity" models use) the commonest.
+  const int pattern = *rc::gen::element(0, 1, 1, 2, 3, 4, 5, 5, 6);
   // Random entries from a seeded stream: 0, -inf or a finite bias (and +inf / NaN when the
   // pattern asks for them).
   const std::vector<float> noise =
@@ -208,7 +209,7 @@ void GenerateMask(KernelCase& c) {
     case 5: {  // a finite "minus infinity", as many models build their masks (-1e9, or a
                // huge one like finfo.min, here -1e30 to stay inside the checked range): whole
                // rows of it, and it where the random mask has -inf
-      const float minus_infinity = *rc::gen::element(-1e9f, -1e30f);
+      const float minus_infinity = *rc::gen::element(-1e9f, -1e30f, -1e30f);
       for (int64_t r = 0; r < rows; ++r) {
         const bool whole_row = Sometimes(50);
         for (int64_t j = 0; j < p.kv_len; ++j) {

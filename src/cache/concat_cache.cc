@@ -8,7 +8,8 @@
 namespace kvcheck {
 
 absl::StatusOr<std::unique_ptr<KvCache>> ConcatCache::Create(const CacheConfig& config) {
-  return std::unique_ptr<KvCache>(new ConcatCache(StorageBudget(config)));
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("concat", config));
+  return std::unique_ptr<KvCache>(new ConcatCache(budget));
 }
 
 std::unique_ptr<KvCache> ConcatCache::Fork() const {

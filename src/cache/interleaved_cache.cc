@@ -33,8 +33,9 @@ absl::StatusOr<std::unique_ptr<KvCache>> InterleavedCache::Create(const CacheCon
                                                    config.initial_capacity, " is outside [0, ",
                                                    kMaxSequenceLength, "]"));
   }
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("interleaved", config));
   return std::unique_ptr<KvCache>(
-      new InterleavedCache(config.initial_capacity, StorageBudget(config)));
+      new InterleavedCache(config.initial_capacity, budget));
 }
 
 std::unique_ptr<KvCache> InterleavedCache::Fork() const {

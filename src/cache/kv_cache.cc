@@ -237,7 +237,12 @@ absl::StatusOr<CacheView> KvCache::View() const {
   return DoView();
 }
 
-int64_t KvCache::StorageBudget(const CacheConfig& config) {
+absl::StatusOr<int64_t> KvCache::StorageBudget(const char* strategy, const CacheConfig& config) {
+  // Not "no budget": a negative budget is a caller's mistake, not a request for none.
+  if (config.max_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(strategy, ": max_bytes ", config.max_bytes, " is negative (0: the storage limit)"));
+  }
   return config.max_bytes > 0 ? config.max_bytes : MaxStorageBytes();
 }
 

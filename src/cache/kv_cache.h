@@ -157,7 +157,8 @@ class KvCache {
   // Row lengths and counters as of the last successful append.
   const std::vector<int64_t>& row_lengths() const { return row_lengths_; }
   // The storage budget in bytes: config.max_bytes, or the storage limit when that is 0.
-  static int64_t StorageBudget(const CacheConfig& config);
+  // Errors: kInvalidArgument (naming `strategy`) for a negative max_bytes.
+  static absl::StatusOr<int64_t> StorageBudget(const char* strategy, const CacheConfig& config);
   CacheCounters counters_;
 
  private:

@@ -14,7 +14,8 @@ using cache_internal::AllocateBuffer;
 using cache_internal::CopyTokens;
 
 absl::StatusOr<std::unique_ptr<KvCache>> PagedCache::Create(const CacheConfig& config) {
-  return std::unique_ptr<KvCache>(new PagedCache(StorageBudget(config)));
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("paged", config));
+  return std::unique_ptr<KvCache>(new PagedCache(budget));
 }
 
 std::unique_ptr<KvCache> PagedCache::Fork() const {

@@ -18,8 +18,9 @@ absl::StatusOr<std::unique_ptr<KvCache>> PreallocCache::Create(const CacheConfig
                                                    config.initial_capacity, " is outside [0, ",
                                                    kMaxSequenceLength, "]"));
   }
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("prealloc", config));
   return std::unique_ptr<KvCache>(
-      new PreallocCache(config.initial_capacity, StorageBudget(config)));
+      new PreallocCache(config.initial_capacity, budget));
 }
 
 std::unique_ptr<KvCache> PreallocCache::Fork() const {

@@ -242,6 +242,42 @@ INSTANTIATE_TEST_SUITE_P(
              DTypeName(std::get<1>(info.param));
     });
 
+// Create refuses what a config cannot mean, naming the field: a negative byte budget (0 is
+// the storage limit, not a negative one); for a window strategy a window outside
+// [1, kMaxSequenceLength]; for a preallocating one an initial capacity outside
+// [0, kMaxSequenceLength]. The limits themselves are accepted (nothing is allocated yet).
+TEST_P(CacheContractTest, CreateRefusesConfigsOutsideTheirRange) {
+  CacheConfig config = strategy().default_config;
+  config.max_bytes = -1;
+  EXPECT_THAT(strategy().create(config),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_bytes")));
+  if (strategy().windowed) {
+    for (const int64_t window : {int64_t{0}, int64_t{-1}, kMaxSequenceLength + 1}) {
+      config = strategy().default_config;
+      config.window = window;
+      EXPECT_THAT(strategy().create(config),
+                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("window")))
+          << window;
+    }
+    config = strategy().default_config;
+    config.window = kMaxSequenceLength;
+    EXPECT_OK(strategy().create(config));
+  }
+  const std::string name = strategy().name;
+  if (name == "prealloc" || name == "interleaved") {
+    for (const int64_t initial : {int64_t{-1}, kMaxSequenceLength + 1}) {
+      config = strategy().default_config;
+      config.initial_capacity = initial;
+      EXPECT_THAT(strategy().create(config),
+                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("initial capacity")))
+          << initial;
+    }
+    config = strategy().default_config;
+    config.initial_capacity = kMaxSequenceLength;
+    EXPECT_OK(strategy().create(config));
+  }
+}
+
 TEST(Registry, FindsStrategiesByName) {
   ASSERT_NE(FindCacheStrategy("ring"), nullptr);
   EXPECT_STREQ(FindCacheStrategy("ring")->name, "ring");

@@ -14,7 +14,8 @@ absl::StatusOr<std::unique_ptr<KvCache>> RingCache::Create(const CacheConfig& co
     return absl::InvalidArgumentError(
         absl::StrCat("ring: window ", config.window, " is outside [1, ", kMaxSequenceLength, "]"));
   }
-  return std::unique_ptr<KvCache>(new RingCache(config.window, StorageBudget(config)));
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("ring", config));
+  return std::unique_ptr<KvCache>(new RingCache(config.window, budget));
 }
 
 std::unique_ptr<KvCache> RingCache::Fork() const {

@@ -17,7 +17,8 @@ absl::StatusOr<std::unique_ptr<KvCache>> ScatteredCache::Create(const CacheConfi
     return absl::InvalidArgumentError(absl::StrCat("scattered: context (window) ", config.window,
                                                    " is outside [1, ", kMaxSequenceLength, "]"));
   }
-  return std::unique_ptr<KvCache>(new ScatteredCache(config.window, StorageBudget(config)));
+  KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("scattered", config));
+  return std::unique_ptr<KvCache>(new ScatteredCache(config.window, budget));
 }
 
 std::unique_ptr<KvCache> ScatteredCache::Fork() const {
