@@ -1,5 +1,7 @@
 #include "src/engine/external_cache.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/engine/kvcheck_engine.h"
@@ -73,6 +75,9 @@ const CacheCounters& ExternalCache::counters() const {
 absl::Status ExternalCache::DoAppend(const Tensor& k, const Tensor& v,
                                      absl::Span<const bool> active) {
   KV_RETURN_IF_ERROR(broken_);
+  // Every flag true is every row: an engine whose strategy has one length for all rows gets
+  // no flags at all (it need not take them; KvCache::Validate refused any false one).
+  if (std::all_of(active.begin(), active.end(), [](bool a) { return a; })) active = {};
   KV_ASSIGN_OR_RETURN(CacheView view, engine_->Append(*handle_, k, v, active));
   appended_view_ = std::move(view);
   RefreshCounters();

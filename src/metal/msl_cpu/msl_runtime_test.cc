@@ -170,13 +170,18 @@ TEST(MslRuntimeTest, MissingBindingsAndConstantsAreNamed) {
   EXPECT_EQ(Dispatch(d).code(), absl::StatusCode::kNotFound);
 }
 
-TEST(MslRuntimeTest, ADivergentBarrierInAMetalSourceIsReportedAtItsLine) {
+// The report of `kernel` (its barrier reached by some of 32 threads only).
+absl::Status RunDivergentBarrier(const char* kernel) {
   std::vector<float> out(32);
   DispatchDescription d;
-  d.kernel = "divergent_barrier";
+  d.kernel = kernel;
   d.threads_per_threadgroup = {32, 1, 1};
   d.buffers = {{0, Bind(out)}};
-  const absl::Status status = Dispatch(d);
+  return Dispatch(d);
+}
+
+TEST(MslRuntimeTest, ADivergentBarrierInAMetalSourceIsReportedAtItsLine) {
+  const absl::Status status = RunDivergentBarrier("divergent_barrier");
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("kernel 'divergent_barrier'"));
   EXPECT_THAT(status.message(), HasSubstr("executor_kernels.metal:41"));
@@ -185,12 +190,7 @@ TEST(MslRuntimeTest, ADivergentBarrierInAMetalSourceIsReportedAtItsLine) {
 }
 
 TEST(MslRuntimeTest, AnErrorInAnIncludedHeaderIsReportedAtItsLine) {
-  std::vector<float> out(32);
-  DispatchDescription d;
-  d.kernel = "divergent_barrier_in_header";
-  d.threads_per_threadgroup = {32, 1, 1};
-  d.buffers = {{0, Bind(out)}};
-  const absl::Status status = Dispatch(d);
+  const absl::Status status = RunDivergentBarrier("divergent_barrier_in_header");
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("executor_helpers.h:6"));
   // divergent_barrier's line (above) comes after the #include: its number is the .metal
