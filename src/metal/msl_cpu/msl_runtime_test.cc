@@ -48,39 +48,26 @@ TEST(MslRuntimeTest, GroupSumWithBuffersConstantsAndThreadgroupMemory) {
 }
 
 TEST(MslRuntimeTest, AnOutOfBoundsDeviceReadIsAnErrorNamingTheBufferAndThread) {
-  std::vector<float> in(64, 1.0f), out(64);
-  uint32_t n = 64;
-  DispatchDescription d;
-  d.kernel = "off_by_one_read";
-  d.threads_per_threadgroup = {64, 1, 1};
-  d.buffers = {{0, Bind(in)}, {1, Bind(out)}, {2, {&n, sizeof n, 0}}};
-  const absl::Status status = Dispatch(d);
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_THAT(status.message(), HasSubstr("thread (63, 0, 0)"));
-  EXPECT_THAT(status.message(), HasSubstr("out-of-bounds device memory access: 4 bytes at byte "
-                                          "256 from the start of [[buffer(0)]]"));
-  // With one more element the same kernel stays inside.
-  std::vector<float> longer(65, 1.0f);
-  d.buffers[0] = Bind(longer);
-  EXPECT_TRUE(Dispatch(d).ok());
-}
-
-TEST(MslRuntimeTest, ABindingAtAnOffsetEndsWhereItsAllocationEnds) {
-  // 65 floats bound one element in: the binding holds 64, and the last thread's read of the
-  // 65th is past the allocation, whatever the offset.
-  std::vector<float> in(65, 1.0f), out(64);
-  uint32_t n = 64;
-  DispatchDescription d;
-  d.kernel = "off_by_one_read";
-  d.threads_per_threadgroup = {64, 1, 1};
-  d.buffers = {{0, Bind(in, 1)}, {1, Bind(out)}, {2, {&n, sizeof n, 0}}};
-  const absl::Status status = Dispatch(d);
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_THAT(status.message(), HasSubstr("thread (63, 0, 0)"));
-  EXPECT_THAT(status.message(), HasSubstr("4 bytes at byte 256 from the start of [[buffer(0)]]"));
-  std::vector<float> longer(66, 1.0f);
-  d.buffers[0] = Bind(longer, 1);
-  EXPECT_TRUE(Dispatch(d).ok());
+  // Bound at offset 0 and one element in: the binding holds 64 floats either way, and the
+  // last thread's read of the 65th is past the allocation, whatever the offset.
+  for (const size_t offset : {size_t{0}, size_t{1}}) {
+    SCOPED_TRACE(offset);
+    std::vector<float> in(64 + offset, 1.0f), out(64);
+    uint32_t n = 64;
+    DispatchDescription d;
+    d.kernel = "off_by_one_read";
+    d.threads_per_threadgroup = {64, 1, 1};
+    d.buffers = {{0, Bind(in, offset)}, {1, Bind(out)}, {2, {&n, sizeof n, 0}}};
+    const absl::Status status = Dispatch(d);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(), HasSubstr("thread (63, 0, 0)"));
+    EXPECT_THAT(status.message(), HasSubstr("out-of-bounds device memory access: 4 bytes at byte "
+                                            "256 from the start of [[buffer(0)]]"));
+    // With one more element the same kernel stays inside.
+    std::vector<float> longer(65 + offset, 1.0f);
+    d.buffers[0] = Bind(longer, offset);
+    EXPECT_TRUE(Dispatch(d).ok());
+  }
 }
 
 TEST(MslRuntimeTest, AReadBeforeABindingIsAllowedOnlyInsideItsAllocation) {
