@@ -1,7 +1,6 @@
 #include "properties/attention_bad_calls.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -9,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "properties/case_isolation.h"
+#include "properties/generators.h"
 #include "properties/kernel_case.h"
 #include "rapidcheck.h"
 #include "src/attention/kernel_registry.h"
@@ -138,26 +138,16 @@ void MakeWrong(Wrong w, bool more, KernelInputs& in) {
   }
 }
 
-void Append(const std::vector<float>& values, std::vector<uint32_t>& bits) {
-  const size_t at = bits.size();
-  bits.resize(at + values.size());
-  if (!values.empty()) std::memcpy(&bits[at], values.data(), values.size() * sizeof(float));
-}
-
 // The bits of every element of the call's tensors (a kernel must not write its inputs).
 std::vector<uint32_t> Bits(const KernelInputs& in) {
+  std::vector<const Tensor*> tensors = {&in.q, &in.k, &in.v};
+  if (in.params.mask.has_value()) tensors.push_back(&*in.params.mask);
   std::vector<uint32_t> bits;
-  for (const Tensor* t : {&in.q, &in.k, &in.v}) {
-    Append(t->ToFloats(), bits);
+  for (const Tensor* t : tensors) {
+    const std::vector<uint32_t> tensor_bits = t->ToBits();
+    bits.insert(bits.end(), tensor_bits.begin(), tensor_bits.end());
   }
-  if (in.params.mask.has_value()) Append(in.params.mask->ToFloats(), bits);
   return bits;
-}
-
-std::vector<int> Indices(size_t count) {
-  std::vector<int> indices(count);
-  for (size_t i = 0; i < count; ++i) indices[i] = static_cast<int>(i);
-  return indices;
 }
 
 // Sizes up to 2^40 (2^n, 2^n +- 1), shrinking to 1.
@@ -177,15 +167,12 @@ PropertySpec BadCallsRefused(const Subject& subject) {
             limits.features = subject.common_kernel_features();
             limits.dtypes = subject.common_kernel_dtypes();
             const KernelCase c = *GenKernelCase(40, limits);
-            // Uniform over the wrong things and the kernels (inRange favours small values
-            // at small sizes).
-            const Wrong wrong = static_cast<Wrong>(
-                *rc::gen::elementOf(Indices(static_cast<int>(Wrong::kCount))).as("what is wrong"));
+            const Wrong wrong =
+                static_cast<Wrong>(*Uniform(0, static_cast<int>(Wrong::kCount)).as("what is wrong"));
             const bool more = *rc::gen::arbitrary<bool>().as("one more (else one fewer)");
-            const int which =
-                *rc::gen::elementOf(Indices(subject.kernels.size())).as("kernel");
+            const size_t which = *Uniform<size_t>(0, subject.kernels.size()).as("kernel");
             const AttentionKernel& kernel = subject.kernels[which];
-            const int threads = kernel.threaded ? *rc::gen::inRange(1, 3).as("threads") : 1;
+            const int threads = kernel.threaded ? *Uniform(1, 3).as("threads") : 1;
             RC_TAG(Name(wrong));
             RC_TAG(kernel.name);
             RunIsolated([&] {
@@ -219,7 +206,7 @@ PropertySpec BadCallsRefused(const Subject& subject) {
 
 PropertySpec EmptyCalls(const Subject& subject) {
   return {"attention/empty_calls", 100, [&subject] {
-            const int zero = *rc::gen::elementOf(Indices(3)).as("empty dimension: B, H or Sq");
+            const int zero = *Uniform(0, 3).as("empty dimension: B, H or Sq");
             const int64_t kv_heads = *rc::gen::inRange<int64_t>(1, 4).as("KH");
             const int64_t group = *rc::gen::inRange<int64_t>(1, 4).as("H / KH");
             const int64_t head_dim = *rc::gen::inRange<int64_t>(1, 80).as("D");
@@ -243,7 +230,7 @@ PropertySpec EmptyCalls(const Subject& subject) {
               if ((dtypes >> static_cast<int>(d)) & 1) allowed.push_back(d);
             }
             RC_PRE(!allowed.empty());
-            const DType dtype = allowed[*rc::gen::inRange<size_t>(0, allowed.size()).as(
+            const DType dtype = allowed[*Uniform<size_t>(0, allowed.size()).as(
                 "dtype (f32, f16, bf16 among those the kernels take)")];
             RC_TAG(DTypeName(dtype));
             const uint32_t features = subject.common_kernel_features();
@@ -258,9 +245,9 @@ PropertySpec EmptyCalls(const Subject& subject) {
                 *rc::gen::arbitrary<bool>().as("kv positions")) {
               params.kv_positions = Iota(batch * kv_len);
             }
-            const int which = *rc::gen::elementOf(Indices(subject.kernels.size())).as("kernel");
+            const size_t which = *Uniform<size_t>(0, subject.kernels.size()).as("kernel");
             const AttentionKernel& kernel = subject.kernels[which];
-            const int threads = kernel.threaded ? *rc::gen::inRange(1, 3).as("threads") : 1;
+            const int threads = kernel.threaded ? *Uniform(1, 3).as("threads") : 1;
             RC_TAG(zero == 0 ? "B = 0" : zero == 1 ? "H = 0" : "Sq = 0");
             RC_TAG(kernel.name);
             RunIsolated([&] {

@@ -112,16 +112,16 @@ void CheckCapacityAndHeldBytes(const CacheMachineModel& model, const KvCache& ca
     RC_FAIL(absl::StrCat("branch ", index, " reports capacity ", capacity, " below its rows' ",
                          "length ", shortest));
   }
+  // K and V of one token of one batch row.
+  const int64_t token_bytes = 2 * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
   // Every row can hold `capacity` tokens in the buffers it has now: at least that many slots'
   // bytes are held.
-  const int64_t slot_bytes =
-      2 * shape.batch * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
+  const int64_t slot_bytes = shape.batch * token_bytes;
   if (held < capacity * slot_bytes) {
     RC_FAIL(absl::StrCat("branch ", index, " reports capacity ", capacity, " (", slot_bytes,
                          " bytes a slot) but holds ", held, " bytes"));
   }
-  const int64_t visible_bytes =
-      2 * visible * shape.num_kv_heads * shape.head_dim * DTypeSize(shape.dtype);
+  const int64_t visible_bytes = visible * token_bytes;
   if (held < visible_bytes) {
     RC_FAIL(absl::StrCat("branch ", index, " reports ", held, " bytes held for ",
                          visible_bytes, " bytes of visible tokens"));

@@ -54,6 +54,9 @@ struct AttentionShape {
   int64_t kv_len = 0;
   int64_t head_dim = 0;
   int64_t group_size() const { return num_heads / num_kv_heads; }
+  // No output rows: nothing to compute. The other sizes of such a call may be huge (an empty
+  // tensor bounds none of its dimensions), so a kernel returns before it loops over them.
+  bool no_output_rows() const { return batch == 0 || num_heads == 0 || q_len == 0; }
 };
 
 // Checks q, k, v and params against the contract above and returns the sizes.

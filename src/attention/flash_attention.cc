@@ -130,9 +130,7 @@ absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
         absl::StrCat("flash attention: decode_tile_keys ", options.decode_tile_keys,
                      " must be in [0, ", kMaxDecodeTileKeys, "] (0: automatic)"));
   }
-  // No output rows: nothing to compute. The other sizes of an empty call may be huge (an
-  // empty tensor bounds none of its dimensions), and no loop or product may see them.
-  if (shape.batch == 0 || shape.num_heads == 0 || shape.q_len == 0) {
+  if (shape.no_output_rows()) {
     return Tensor::Zeros(q.dtype(), {shape.batch, shape.num_heads, shape.q_len, shape.head_dim});
   }
   FlashProblem p;

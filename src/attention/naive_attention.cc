@@ -51,9 +51,8 @@ absl::StatusOr<Tensor> NaiveAttention(const Tensor& q, const Tensor& k, const Te
   KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
   const int64_t B = shape.batch, H = shape.num_heads, Sq = shape.q_len, Skv = shape.kv_len,
                 D = shape.head_dim;
-  // No output rows: nothing to compute, and the other sizes of an empty call may be huge
-  // (its score matrices would be Sq x Skv).
-  if (B == 0 || H == 0 || Sq == 0) return Tensor::Zeros(q.dtype(), {B, H, Sq, D});
+  // (Its score matrices would be Sq x Skv, and those may be huge.)
+  if (shape.no_output_rows()) return Tensor::Zeros(q.dtype(), {B, H, Sq, D});
   KV_ASSIGN_OR_RETURN(Tensor qf, Cast(q, DType::kF32));
   KV_ASSIGN_OR_RETURN(Tensor kf, Cast(k, DType::kF32));
   KV_ASSIGN_OR_RETURN(Tensor vf, Cast(v, DType::kF32));
