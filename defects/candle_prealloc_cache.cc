@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "defects/buffer_bytes.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
@@ -48,6 +49,7 @@ std::unique_ptr<KvCache> CandlePreallocCache::Fork() const {
   if (defect_ != PreallocDefect::kCloneSharesBuffer && k_buffer_.rank() == 4) {
     fork->k_buffer_ = k_buffer_.DeepCopy();
     fork->v_buffer_ = v_buffer_.DeepCopy();
+    CountForkCopy(fork->k_buffer_, fork->v_buffer_, fork->counters_);
   }
   return fork;
 }
@@ -58,6 +60,7 @@ absl::Status CandlePreallocCache::AppendHalf(Tensor& buffer, int64_t length, con
     const int64_t dims[] = {src.dim(0), src.dim(1), std::max<int64_t>(capacity_, initial_capacity_),
                             src.dim(3)};
     KV_ASSIGN_OR_RETURN(buffer, Tensor::Zeros(src.dtype(), dims));
+    counters_.bytes_allocated += BufferBytes(buffer);
     capacity_ = buffer.dim(2);
   }
   // candle grows by a fixed step: `while` (or `if`, before PR #3035) cur + n > max.
@@ -79,6 +82,7 @@ absl::Status CandlePreallocCache::AppendHalf(Tensor& buffer, int64_t length, con
     KV_ASSIGN_OR_RETURN(Tensor extra, Tensor::Zeros(buffer.dtype(), dims));
     const int64_t copied = buffer.num_elements() * DTypeSize(buffer.dtype());
     KV_ASSIGN_OR_RETURN(buffer, Cat({buffer, extra}, 2));
+    counters_.bytes_allocated += BufferBytes(extra) + BufferBytes(buffer);
     counters_.bytes_growth_copied += copied;
     capacity_ = buffer.dim(2);
     if (defect_ == PreallocDefect::kGrowsOnlyOnce) break;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "defects/buffer_bytes.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/copy_ops.h"
 
@@ -25,6 +26,7 @@ std::unique_ptr<KvCache> CandleRingCache::Fork() const {
   if (k_buffer_.rank() == 4) {  // not the defect under test: forks do not share the ring
     fork->k_buffer_ = k_buffer_.DeepCopy();
     fork->v_buffer_ = v_buffer_.DeepCopy();
+    CountForkCopy(fork->k_buffer_, fork->v_buffer_, fork->counters_);
   }
   return fork;
 }
@@ -37,6 +39,7 @@ absl::Status CandleRingCache::DoAppend(const Tensor& k, const Tensor& v,
     const int64_t dims[] = {shape.batch, shape.num_kv_heads, W, shape.head_dim};
     KV_ASSIGN_OR_RETURN(k_buffer_, Tensor::Zeros(shape.dtype, dims));
     KV_ASSIGN_OR_RETURN(v_buffer_, Tensor::Zeros(shape.dtype, dims));
+    counters_.bytes_allocated += BufferBytes(k_buffer_) + BufferBytes(v_buffer_);
   }
   k_chunk_ = Tensor();
   v_chunk_ = Tensor();

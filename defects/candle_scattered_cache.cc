@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "defects/buffer_bytes.h"
 #include "src/base/status_macros.h"
 #include "src/cache/cache_buffers.h"
 
@@ -17,6 +18,7 @@ std::unique_ptr<KvCache> CandleScatteredCache::Fork() const {
   if (k_buffer_.rank() == 4) {
     fork->k_buffer_ = k_buffer_.DeepCopy();
     fork->v_buffer_ = v_buffer_.DeepCopy();
+    CountForkCopy(fork->k_buffer_, fork->v_buffer_, fork->counters_);
   }
   return fork;
 }
@@ -28,6 +30,7 @@ absl::Status CandleScatteredCache::DoAppend(const Tensor& k, const Tensor& v,
     const int64_t dims[] = {shape.batch, shape.num_kv_heads, context_, shape.head_dim};
     KV_ASSIGN_OR_RETURN(k_buffer_, Tensor::Zeros(shape.dtype, dims));
     KV_ASSIGN_OR_RETURN(v_buffer_, Tensor::Zeros(shape.dtype, dims));
+    counters_.bytes_allocated += BufferBytes(k_buffer_) + BufferBytes(v_buffer_);
     counters_.bytes_held = 2 * k_buffer_.num_elements() * DTypeSize(shape.dtype);
   }
   // The defect: with S >= C nothing is written, yet the base class advances the rows.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "defects/buffer_bytes.h"
 #include "src/base/status_macros.h"
 #include "src/cache/interleaved_cache.h"
 #include "src/tensor/copy_ops.h"
@@ -15,7 +16,11 @@ absl::StatusOr<std::unique_ptr<KvCache>> RawInterleavedCache::Create(const Cache
 
 RawInterleavedCache::RawInterleavedCache(const RawInterleavedCache& other)
     : KvCache(other), capacity_(other.capacity_) {
-  if (other.buffer_.rank() == 4) buffer_ = other.buffer_.DeepCopy();  // candle clones the Vec
+  if (other.buffer_.rank() == 4) {
+    buffer_ = other.buffer_.DeepCopy();  // candle clones the Vec
+    counters_.bytes_allocated += BufferBytes(buffer_);
+    counters_.bytes_other_copied += BufferBytes(buffer_);
+  }
 }
 
 std::unique_ptr<KvCache> RawInterleavedCache::Fork() const {
@@ -28,6 +33,7 @@ absl::Status RawInterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
   if (buffer_.rank() != 4) {
     const int64_t dims[] = {shape.batch, capacity_, shape.num_kv_heads, 2 * shape.head_dim};
     KV_ASSIGN_OR_RETURN(buffer_, Tensor::Zeros(shape.dtype, dims));
+    counters_.bytes_allocated += BufferBytes(buffer_);
   }
   const int64_t size = DTypeSize(shape.dtype);
   const int64_t position_elements = shape.num_kv_heads * 2 * shape.head_dim;
@@ -40,6 +46,8 @@ absl::Status RawInterleavedCache::DoAppend(const Tensor& k, const Tensor& v,
         const int64_t dims[] = {shape.batch, doubled, shape.num_kv_heads, 2 * shape.head_dim};
         KV_ASSIGN_OR_RETURN(Tensor grown, Tensor::Zeros(shape.dtype, dims));
         KV_RETURN_IF_ERROR(SliceSet(grown, buffer_.Narrowed(1, 0, length), 1, 0));
+        counters_.bytes_allocated += BufferBytes(grown);
+        counters_.bytes_growth_copied += BufferBytes(buffer_.Narrowed(1, 0, length));
         buffer_ = grown;
         capacity_ = doubled;
       }

@@ -12,7 +12,8 @@
 //   - every branch's visible K/V, positions and lengths equal its model bit for bit;
 //   - every saved view still shows its bits (for window strategies, a branch's own later
 //     appends may reuse its slots, so only the other branches' views are checked);
-//   - for amortised strategies, bytes copied by growth <= 3x bytes appended.
+//   - for amortised strategies, bytes copied by growth <= 3x bytes appended;
+//   - the counters tell the truth about copies and allocations (CheckCounters below).
 #ifndef KVCHECK_PROPERTIES_CACHE_MACHINE_H_
 #define KVCHECK_PROPERTIES_CACHE_MACHINE_H_
 
@@ -44,6 +45,9 @@ struct MachineBranch {
   // K and V bytes of every append since construction (the active rows' only): what the
   // cache's counters().bytes_appended must say. Reset keeps it; a fork starts from it.
   int64_t bytes_appended = 0;
+  // A Fork since this branch's last Reset (in its own history or its parent's): its buffers
+  // may be shared, so its next writes may copy them (copy-on-write).
+  bool may_share_buffers = false;
 };
 
 struct CacheMachineModel {
@@ -71,6 +75,10 @@ struct CacheMachineSut {
   std::vector<std::unique_ptr<KvCache>> caches;  // one per model branch
   std::vector<std::optional<SavedView>> last_views;
   std::vector<CacheView> kept_views;  // written by the appends that go through AppendInto
+  // Each branch's counters and capacity at its last check (CheckMachine), which the next
+  // check compares with; a forked branch starts from its parent's.
+  std::vector<CacheCounters> counters_seen;
+  std::vector<int64_t> capacity_seen;
 };
 
 // "" if `after` is the same view as `before` (the same storage, dtype and layout of K and V,
@@ -82,8 +90,22 @@ std::string DescribeViewChange(const CacheView& before, const CacheView& after);
 std::string DescribeViewMismatch(const CacheView& view, const reference::CacheModel& model,
                                  DType dtype, bool per_row, const std::string& what);
 
-// All the checks listed above; `acted` is the branch the command touched (-1: none).
-void CheckMachine(const CacheMachineModel& model, const CacheMachineSut& sut, int acted);
+// The counter laws, for a strategy that reports its storage, between branch `index`'s last
+// check (sut.counters_seen, sut.capacity_seen) and now:
+//   - bytes allocated, appended and copied never go down;
+//   - a branch the command did not act on (`acted`) reports exactly what it did;
+//   - the acted branch copied only into buffers it allocated in the command; what it holds
+//     now was held before or allocated since;
+//   - growth copies only with a larger capacity; a branch holding nothing allocated nothing;
+//   - an amortised strategy whose branch shares no buffers (no Fork since its Reset) copies
+//     nothing but for growth, and while its capacity stays the same, copies and drops
+//     nothing: every byte it allocates it still holds (no hidden reallocation).
+void CheckCounters(const CacheMachineModel& model, const CacheMachineSut& sut, int index,
+                   int acted);
+
+// All the checks listed above; `acted` is the branch the command touched (-1: none). Records
+// every branch's counters and capacity for the next check.
+void CheckMachine(const CacheMachineModel& model, CacheMachineSut& sut, int acted);
 
 // Filled in while a state-machine property runs.
 struct CacheMachineStats {

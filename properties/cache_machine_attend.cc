@@ -118,6 +118,8 @@ void Attend::run(const Model& m, Sut& sut) const {
       }
     }
   }
+  // Viewing and attending change no counter.
+  CheckCounters(m, sut, branch_, -1);
   NoteEvent(true, "attend");
 }
 

@@ -256,6 +256,7 @@ void ResetBranch::checkPreconditions(const Model& m) const {
 void ResetBranch::apply(Model& m) const {
   m.branches[branch_].model.Reset();
   m.branches[branch_].was_reset = true;
+  m.branches[branch_].may_share_buffers = false;  // Reset drops every buffer
 }
 
 void ResetBranch::run(const Model& m0, Sut& sut) const {
@@ -276,6 +277,7 @@ void ForkBranch::checkPreconditions(const Model& m) const {
 }
 
 void ForkBranch::apply(Model& m) const {
+  m.branches[branch_].may_share_buffers = true;
   m.branches.push_back(m.branches[branch_]);
   m.forked = true;
 }
@@ -284,7 +286,11 @@ void ForkBranch::run(const Model& m0, Sut& sut) const {
   sut.caches.push_back(sut.caches[branch_]->Fork());
   sut.last_views.push_back(sut.last_views[branch_]);
   sut.kept_views.push_back(sut.kept_views[branch_]);
-  CheckMachine(nextState(m0), sut, -1);
+  // The new branch starts from its parent's counters and is the one the Fork acts on (an
+  // engine may copy the buffers at once and count that there); the parent's stay as they were.
+  sut.counters_seen.push_back(sut.counters_seen[branch_]);
+  sut.capacity_seen.push_back(sut.capacity_seen[branch_]);
+  CheckMachine(nextState(m0), sut, static_cast<int>(sut.caches.size()) - 1);
 }
 
 void ForkBranch::show(std::ostream& os) const {

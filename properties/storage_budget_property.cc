@@ -14,6 +14,10 @@
 namespace kvcheck::properties {
 namespace {
 
+// The allocation granularity the law allows, in tokens of a row: a budget that holds every
+// row's tokens rounded up to it must admit the append (PagedCache::kBlockTokens).
+constexpr int64_t kBudgetBlockTokens = 16;
+
 // One step of the sequence: an append of `seq` tokens (rows with active[b] false skip it,
 // per-row strategies only), or a Reset.
 struct BudgetStep {
@@ -84,7 +88,9 @@ struct Observed {
            lengths == o.lengths && capacity == o.capacity &&
            counters.bytes_allocated == o.counters.bytes_allocated &&
            counters.bytes_held == o.counters.bytes_held &&
-           counters.bytes_appended == o.counters.bytes_appended;
+           counters.bytes_appended == o.counters.bytes_appended &&
+           counters.bytes_growth_copied == o.counters.bytes_growth_copied &&
+           counters.bytes_other_copied == o.counters.bytes_other_copied;
   }
 };
 
@@ -145,13 +151,21 @@ void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
         RC_FAIL(absl::StrCat("step ", i + 1, ": the append failed (", view.status().ToString(),
                              ") but changed the cache (view, lengths, capacity or counters)"));
       }
-      // An append the budget holds comfortably must not fail: four times the slots of the
-      // longest row (at least one 16-token block; a window strategy holds W slots).
-      const int64_t slots = strategy.windowed ? c.config.window : std::max<int64_t>(16, longest_after);
-      if (4 * slots * slot_bytes <= c.config.max_bytes) {
+      // An append whose tokens fit the budget must not fail: a strategy that grows clamps its
+      // growth to the budget rather than refuse. What fits: W slots in every row for a window
+      // strategy, else the longest row rounded up to whole blocks of kBudgetBlockTokens
+      // (a paged strategy's granularity; the others need no rounding).
+      const int64_t slots =
+          strategy.windowed
+              ? c.config.window
+              : (longest_after + kBudgetBlockTokens - 1) / kBudgetBlockTokens * kBudgetBlockTokens;
+      if (slots * slot_bytes <= c.config.max_bytes) {
         RC_FAIL(absl::StrCat("step ", i + 1, ": the append failed (", view.status().ToString(),
-                             ") though ", slots, " slots of ", slot_bytes, " bytes fit ",
-                             c.config.max_bytes, " bytes four times over"));
+                             ") though ", slots, " slots of ", slot_bytes, " bytes (",
+                             strategy.windowed ? "the window" : "the longest row after it, "
+                             "rounded up to 16-token blocks",
+                             ") take ", slots * slot_bytes, " bytes of a budget of ",
+                             c.config.max_bytes));
       }
       budget_reached = true;
       continue;

@@ -68,13 +68,22 @@ struct KvShape {
   bool operator==(const KvShape&) const = default;
 };
 
+// What a cache's buffers cost, since construction (a Fork starts from its parent's; Reset
+// keeps them, bytes_held excepted). Appends count (and a Fork that copies at once counts
+// that in the new cache); View, failed appends and a Fork's parent change nothing. The cache
+// state machine holds every strategy that reports them to these laws: the four totals never
+// go down; an append (or Fork) copies only into buffers it allocated then, and holds only
+// what it held before or allocated then; growth copies come only with a larger capacity; a strategy with amortised
+// growth copies nothing else, and replaces no buffer while its capacity stays the same,
+// unless a Fork since its last Reset may share its buffers.
 struct CacheCounters {
-  int64_t bytes_allocated = 0;      // every buffer ever allocated, K and V
+  int64_t bytes_allocated = 0;      // every buffer ever allocated, K and V (not views: a
+                                    // paged view's gathered copy belongs to its caller)
   int64_t bytes_held = 0;           // the buffers the cache holds now (shared ones included)
   int64_t bytes_appended = 0;       // input bytes the appends were given (K and V)
   int64_t bytes_growth_copied = 0;  // old contents copied into a grown buffer
-  int64_t bytes_other_copied = 0;   // other copies: concat's cat, copy-on-write after Fork,
-                                    // gathering the blocks of a paged view
+  int64_t bytes_other_copied = 0;   // other copies into new buffers: concat's cat,
+                                    // copy-on-write after a Fork
 };
 
 class KvCache {

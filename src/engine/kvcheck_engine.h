@@ -107,7 +107,10 @@ enum {
   KVCHECK_STRATEGY_STATS = 1u << 4,
   /* With STATS: growth copies amortised O(1) bytes per appended byte (<= 3x). */
   KVCHECK_STRATEGY_AMORTIZED_GROWTH = 1u << 5,
-  /* With STATS: kvcheck_cache_config.max_bytes is enforced (RESOURCE_EXHAUSTED past it). */
+  /* With STATS: kvcheck_cache_config.max_bytes is enforced (RESOURCE_EXHAUSTED past it),
+   * and an append refused only when its tokens do not fit: W slots per row for a window
+   * strategy, else the longest row rounded up to 16 tokens, in every row (growth clamped to
+   * the budget). */
   KVCHECK_STRATEGY_MAX_BYTES = 1u << 6
 };
 
@@ -134,6 +137,13 @@ typedef struct kvcheck_view {
   const int64_t* positions;
 } kvcheck_view;
 
+/* Totals since the cache was made (a fork starts from its parent's; reset keeps them but
+ * bytes_held), checked by the cache state machine with the laws of CacheCounters in
+ * src/cache/kv_cache.h: they never go down; append (or fork, in the new cache) copies only
+ * into buffers allocated then; view, a failed append and fork (in the
+ * cache forked) change none; with
+ * AMORTIZED_GROWTH and no fork since reset, only growth (a larger capacity) copies or
+ * replaces buffers. */
 typedef struct kvcheck_cache_stats {
   int64_t capacity;             /* slots per row held now: 0 when empty, W for a window */
   int64_t bytes_allocated;      /* every buffer ever allocated, K and V */

@@ -1431,4 +1431,55 @@ MUTANTS = [
         '#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4 && !defined(HWY_DISABLE_F16C)',
         'f16 rows widened in registers on SSE4, whose emulated widening makes inf and NaN finite',
     ),
+    # Fourth campaign: the counters and the storage budget (the counter laws of CacheCounters
+    # and the budget law's growth clamp).
+    (
+        'prealloc_growth_counted_other',
+        'src/cache/prealloc_cache.cc',
+        '    (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;',
+        '    counters.bytes_other_copied += copied;',
+        'growth copies counted as other copies (the growth law reads only growth copies)',
+    ),
+    (
+        'interleaved_cow_counted_growth',
+        'src/cache/interleaved_cache.cc',
+        '      (grow ? counters.bytes_growth_copied : counters.bytes_other_copied) += copied;',
+        '      counters.bytes_growth_copied += copied;',
+        'copy-on-write after a Fork counted as growth',
+    ),
+    (
+        'growth_refused_not_clamped',
+        'src/cache/cache_buffers.cc',
+        '  return std::min(grown, affordable);',
+        '  if (grown > affordable) return OverBudget(strategy, CheckedMul(grown, slot_bytes), budget);\n  return grown;',
+        'a growth the budget cannot double into is refused though the tokens fit',
+    ),
+    (
+        'paged_copy_unshared_block',
+        'src/cache/paged_cache.cc',
+        '  if (block.use_count() == 1) return block;',
+        '  if (block.use_count() == 0) return block;',
+        'every write to a partial block copies it, shared or not',
+    ),
+    (
+        'ring_new_buffers_every_append',
+        'src/cache/ring_cache.cc',
+        '  if (buffers_.empty() || share_.shared()) {',
+        '  if (true) {',
+        'a new window buffer (and a copy) on every append',
+    ),
+    (
+        'allocation_uncounted',
+        'src/cache/cache_buffers.cc',
+        '  counters.bytes_allocated += buffer.num_elements() * DTypeSize(dtype);',
+        '  counters.bytes_allocated += 0 * buffer.num_elements() * DTypeSize(dtype);',
+        'buffers allocated without being counted',
+    ),
+    (
+        'concat_copy_counted_twice',
+        'src/cache/concat_cache.cc',
+        '    counters_.bytes_other_copied += 2 * k_.num_elements() * element_size;',
+        '    counters_.bytes_other_copied += 4 * k_.num_elements() * element_size;',
+        'concat counts its cat twice',
+    ),
 ]
