@@ -1,7 +1,8 @@
 // File: device_pointer.h
 // What a kernel's `device T*` becomes in the emulator (msl_translate writes DevicePtr<T> for
-// it): a pointer that knows the buffer binding it came from and checks every access against
-// the buffer's allocation, so that an out-of-bounds read or write is an error of the dispatch
+// it, and for a `threadgroup T*` parameter bound with [[threadgroup(n)]], whose length the
+// host sets): a pointer that knows the binding it came from and checks every access against
+// the binding's allocation, so that an out-of-bounds read or write is an error of the dispatch
 // (a std::out_of_range the executor reports with the kernel, threadgroup and thread) instead of
 // a read of whatever lies next to the buffer, on a GPU and here alike. Reads past a view but
 // inside its allocation are not errors (the GPU cannot tell either): the poisoned unused
@@ -25,7 +26,8 @@ namespace kvcheck::msl {
 struct BufferBounds {
   int64_t first = 0;
   int64_t last = 0;
-  int index = -1;  // -1: unchecked
+  int index = -1;            // -1: unchecked
+  bool threadgroup = false;  // [[threadgroup(index)]] memory, not [[buffer(index)]]
 };
 
 // Throws std::out_of_range naming the buffer, the element and the allocation.

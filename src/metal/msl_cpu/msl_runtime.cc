@@ -30,6 +30,12 @@ const DispatchDescription& Current(const char* what) {
 }  // namespace
 
 void ThrowOutOfBounds(const BufferBounds& bounds, int64_t byte, size_t size) {
+  if (bounds.threadgroup) {
+    throw std::out_of_range(absl::StrCat(
+        "out-of-bounds threadgroup memory access: ", size, " bytes at byte ", byte,
+        " of [[threadgroup(", bounds.index, ")]], whose length the dispatch set to ",
+        bounds.last, " bytes"));
+  }
   throw std::out_of_range(absl::StrCat(
       "out-of-bounds device memory access: ", size, " bytes at byte ", byte,
       " from the start of [[buffer(", bounds.index, ")]], whose allocation spans bytes [",
@@ -104,7 +110,9 @@ AnyPointer ThreadgroupArgument(int index) {
     throw std::out_of_range(absl::StrCat("[[threadgroup(", index, ")]] has no length set"));
   }
   // The map entry's address names the declaration: one block per index and threadgroup.
-  return {metal::ThreadgroupMemory(&it->second, it->second, 16), {}};
+  // Accesses through it are checked against the length the dispatch set.
+  return {metal::ThreadgroupMemory(&it->second, it->second, 16),
+          {0, static_cast<int64_t>(it->second), index, /*threadgroup=*/true}};
 }
 
 ConstantValue FunctionConstantValue(int index, const char* name) {

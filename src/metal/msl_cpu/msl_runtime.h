@@ -66,8 +66,8 @@ class KernelRegistration {
 };
 
 // A pointer (or reference) of whatever type the parameter declares: a bounds-checked
-// DevicePtr for a `device T*` buffer parameter, a reference for `constant T&` (checked to fit
-// in the buffer), a raw pointer for threadgroup memory.
+// DevicePtr for a `device T*` buffer parameter or a `threadgroup T*` one (its length set by
+// the dispatch), a reference for `constant T&` (checked to fit in the buffer).
 struct AnyPointer {
   void* pointer;
   BufferBounds bounds;  // index -1: not a buffer

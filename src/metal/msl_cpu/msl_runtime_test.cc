@@ -70,6 +70,29 @@ TEST(MslRuntimeTest, AnOutOfBoundsDeviceReadIsAnErrorNamingTheBufferAndThread) {
   }
 }
 
+// A threadgroup pointer parameter is checked against the length the dispatch gives it, like
+// a device buffer against its allocation: a store past it is an error naming the binding and
+// the thread, not a write into the emulator's heap.
+TEST(MslRuntimeTest, AThreadgroupArgumentIsCheckedAgainstItsLength) {
+  std::vector<float> in(64), out(64, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  DispatchDescription d;
+  d.kernel = "staged_reverse";
+  d.threads_per_threadgroup = {64, 1, 1};
+  d.buffers = {{0, Bind(in)}, {1, Bind(out)}};
+  d.threadgroup_arguments[0] = 63 * sizeof(float);
+  const absl::Status status = Dispatch(d);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(), HasSubstr("thread (63, 0, 0)"));
+  EXPECT_THAT(status.message(), HasSubstr("out-of-bounds threadgroup memory access: 4 bytes at "
+                                          "byte 252 of [[threadgroup(0)]], whose length the "
+                                          "dispatch set to 252 bytes"));
+  d.threadgroup_arguments[0] = 64 * sizeof(float);
+  const absl::Status fits = Dispatch(d);
+  ASSERT_TRUE(fits.ok()) << fits;
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], static_cast<float>(63 - i)) << i;
+}
+
 TEST(MslRuntimeTest, AReadBeforeABindingIsAllowedOnlyInsideItsAllocation) {
   std::vector<float> in = {7.0f, 8.0f}, out(1, -1.0f);
   DispatchDescription d;

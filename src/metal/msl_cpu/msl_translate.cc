@@ -11,7 +11,9 @@
 //   - `threadgroup T name[N]...;` declared in a function -> a reference to the threadgroup's
 //     shared block for that declaration (ThreadgroupMemory);
 //   - `device T*` and `const device T*` (also `device const T*`) -> DevicePtr<T> and
-//     DevicePtr<const T> (device_pointer.h): every access checked against the buffer;
+//     DevicePtr<const T> (device_pointer.h): every access checked against the buffer; the
+//     same for a `threadgroup T*` parameter bound with [[threadgroup(n)]], checked against
+//     the length the dispatch sets;
 //   - `[[kernel]] void name(` / `kernel void name(` -> registered under `name`, and
 //     `template [[host_name("x")]] [[kernel]] decltype(f<...>) f<...>;` -> registered as "x".
 //
@@ -84,6 +86,20 @@ std::string Translate(const std::string& source, std::vector<std::string>* kerne
       "#include \"src/metal/msl_cpu/metal_stdlib.h\"");
   text = std::regex_replace(text, std::regex(R"(\[\[\s*buffer\s*\(\s*(\d+)\s*\)\s*\]\])"),
                             "= ::kvcheck::msl::Buffer($1)");
+  // A threadgroup pointer parameter whose length the host sets: a checked pointer (a
+  // qualified or template type as for device pointers below), const where either side says.
+  text = std::regex_replace(
+      text,
+      std::regex(R"re(\bconst\s+threadgroup\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
+      "::kvcheck::msl::DevicePtr<const $1>$2");
+  text = std::regex_replace(
+      text,
+      std::regex(R"re(\bthreadgroup\s+const\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
+      "::kvcheck::msl::DevicePtr<const $1>$2");
+  text = std::regex_replace(
+      text,
+      std::regex(R"re(\bthreadgroup\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
+      "::kvcheck::msl::DevicePtr<$1>$2");
   text = std::regex_replace(text, std::regex(R"(\[\[\s*threadgroup\s*\(\s*(\d+)\s*\)\s*\]\])"),
                             "= ::kvcheck::msl::ThreadgroupArgument($1)");
   for (const char* builtin : kBuiltins) {

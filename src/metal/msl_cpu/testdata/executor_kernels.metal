@@ -87,3 +87,15 @@ kernel void divergent_barrier_in_header(device float* out [[buffer(0)]],
   barrier_if(tid < 8);
   out[tid] = 2.0f;
 }
+
+// Stages its input in threadgroup memory of the length the host sets ([[threadgroup(0)]]) and
+// writes it out reversed: with room for fewer floats than threads, the last thread's store is
+// past the stage.
+kernel void staged_reverse(const device float* in [[buffer(0)]],
+                           device float* out [[buffer(1)]],
+                           threadgroup float* stage [[threadgroup(0)]],
+                           uint tid [[thread_index_in_threadgroup]]) {
+  stage[tid] = in[tid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[tid] = stage[63 - tid];
+}
