@@ -4,6 +4,7 @@
 //   - every branch shows exactly its model's visible set (positions and K/V bits);
 //   - row lengths match; views returned earlier keep their bits (clone law);
 //   - growth copies at most 3x the appended bytes (amortised strategies);
+//   - the counter laws (properties/cache_counter_laws.h) hold from one check to the next;
 //   - a bad append fails with the contract's code and changes nothing.
 // Any divergence aborts with the decoded operations; sanitizer reports are crashes too.
 //
@@ -20,6 +21,7 @@
 #include "fuzz/engine_under_fuzz.h"
 #include "fuzz/fuzz_support.h"
 #include "fuzzer/FuzzedDataProvider.h"
+#include "properties/cache_counter_laws.h"
 #include "properties/cache_machine.h"
 #include "properties/cache_machine_commands.h"
 #include "properties/kernel_case.h"
@@ -46,6 +48,10 @@ struct Branch {
   std::unique_ptr<KvCache> cache;
   reference::CacheModel model;
   std::optional<SavedView> saved;  // the last view this branch returned
+  // Its counters at the last check, and whether a Fork since its last Reset may share its
+  // buffers (the counter laws).
+  properties::CounterObservation seen;
+  bool may_share_buffers = false;
 };
 
 struct Run {
@@ -102,10 +108,11 @@ TensorSpec CacheInput(FuzzedDataProvider& in, DType dtype, const std::vector<int
   return spec;
 }
 
-// Every check of the state machine (properties/cache_machine_checks.cc), as a fuzz failure.
-void CheckAll(const Run& run, int acted) {
+// Every check of the state machine (properties/cache_machine_checks.cc), as a fuzz failure;
+// `acted`: the branch the operation acted on (-1: none).
+void CheckAll(Run& run, int acted) {
   for (size_t i = 0; i < run.branches.size(); ++i) {
-    const Branch& branch = run.branches[i];
+    Branch& branch = run.branches[i];
     const absl::StatusOr<CacheView> view = branch.cache->View();
     if (!view.ok()) run.Fail(absl::StrCat("branch ", i, " View failed: ", view.status().ToString()));
     const std::string mismatch = properties::DescribeViewMismatch(
@@ -133,6 +140,16 @@ void CheckAll(const Run& run, int acted) {
         run.Fail(absl::StrCat("growth law: branch ", i, " copied ", c.bytes_growth_copied,
                               " bytes growing for ", c.bytes_appended, " bytes appended"));
       }
+    }
+    if (run.strategy->reports_storage) {
+      const properties::CounterObservation now = properties::ObserveCounters(*branch.cache);
+      const std::string broken = properties::DescribeCounterLawBreak(
+          branch.seen, now,
+          {.acted = static_cast<int>(i) == acted,
+           .amortized_growth = run.strategy->amortized_growth,
+           .may_share_buffers = branch.may_share_buffers});
+      if (!broken.empty()) run.Fail(absl::StrCat("branch ", i, " counters: ", broken));
+      branch.seen = now;
     }
   }
 }
@@ -165,6 +182,7 @@ void Append(Run& run, FuzzedDataProvider& in, int b, AppendKind kind) {
     run.trace.Add("Reset(branch ", b, ") [token budget]");
     branch.cache->Reset();
     branch.model.Reset();
+    branch.may_share_buffers = false;
     CheckAll(run, b);
     return;
   }
@@ -309,7 +327,8 @@ int FuzzOne(const uint8_t* data, size_t size) {
                 run.config.initial_capacity, ", window ", run.config.window);
   absl::StatusOr<std::unique_ptr<KvCache>> cache = run.strategy->create(run.config);
   if (!cache.ok()) run.Fail(absl::StrCat("create failed: ", cache.status().ToString()));
-  run.branches.push_back(Branch{*std::move(cache), reference::CacheModel(run.window()), {}});
+  run.branches.push_back(Branch{*std::move(cache), reference::CacheModel(run.window()), {}, {}});
+  run.branches.back().seen = properties::ObserveCounters(*run.branches.back().cache);
 
   for (int op = 0; op < kMaxOperations && in.remaining_bytes() > 0; ++op) {
     const int kind = in.ConsumeIntegralInRange(0, 7);
@@ -329,15 +348,19 @@ int FuzzOne(const uint8_t* data, size_t size) {
         run.trace.Add("Reset(branch ", b, ")");
         run.branches[b].cache->Reset();
         run.branches[b].model.Reset();
+        run.branches[b].may_share_buffers = false;
         if (run.branches[b].cache->seq_len() != 0) run.Fail("seq_len after Reset is not 0");
         CheckAll(run, b);
         break;
       case 5:
         if (run.branches.size() < kMaxBranches) {
           run.trace.Add("Fork(branch ", b, " -> branch ", run.branches.size(), ")");
-          Branch fork{run.branches[b].cache->Fork(), run.branches[b].model, run.branches[b].saved};
+          // The new branch starts from its parent's counters; the Fork acts on it alone.
+          run.branches[b].may_share_buffers = true;
+          Branch fork{run.branches[b].cache->Fork(), run.branches[b].model, run.branches[b].saved,
+                      run.branches[b].seen, true};
           run.branches.push_back(std::move(fork));
-          CheckAll(run, -1);
+          CheckAll(run, static_cast<int>(run.branches.size()) - 1);
         }
         break;
       default:

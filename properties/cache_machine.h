@@ -13,7 +13,7 @@
 //   - every saved view still shows its bits (for window strategies, a branch's own later
 //     appends may reuse its slots, so only the other branches' views are checked);
 //   - for amortised strategies, bytes copied by growth <= 3x bytes appended;
-//   - the counters tell the truth about copies and allocations (CheckCounters below).
+//   - the counter laws (cache_counter_laws.h) hold between the branch's last check and now.
 #ifndef KVCHECK_PROPERTIES_CACHE_MACHINE_H_
 #define KVCHECK_PROPERTIES_CACHE_MACHINE_H_
 
@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "properties/cache_counter_laws.h"
 #include "properties/property_runner.h"
 #include "reference/cache_model.h"
 #include "src/cache/kv_cache.h"
@@ -77,8 +78,7 @@ struct CacheMachineSut {
   std::vector<CacheView> kept_views;  // written by the appends that go through AppendInto
   // Each branch's counters and capacity at its last check (CheckMachine), which the next
   // check compares with; a forked branch starts from its parent's.
-  std::vector<CacheCounters> counters_seen;
-  std::vector<int64_t> capacity_seen;
+  std::vector<CounterObservation> counters_seen;
 };
 
 // "" if `after` is the same view as `before` (the same storage, dtype and layout of K and V,
@@ -90,16 +90,9 @@ std::string DescribeViewChange(const CacheView& before, const CacheView& after);
 std::string DescribeViewMismatch(const CacheView& view, const reference::CacheModel& model,
                                  DType dtype, bool per_row, const std::string& what);
 
-// The counter laws, for a strategy that reports its storage, between branch `index`'s last
-// check (sut.counters_seen, sut.capacity_seen) and now:
-//   - bytes allocated, appended and copied never go down;
-//   - a branch the command did not act on (`acted`) reports exactly what it did;
-//   - the acted branch copied only into buffers it allocated in the command; what it holds
-//     now was held before or allocated since;
-//   - growth copies only with a larger capacity; a branch holding nothing allocated nothing;
-//   - an amortised strategy whose branch shares no buffers (no Fork since its Reset) copies
-//     nothing but for growth, and while its capacity stays the same, copies and drops
-//     nothing: every byte it allocates it still holds (no hidden reallocation).
+// The counter laws (cache_counter_laws.h) for branch `index`, between its last check
+// (sut.counters_seen) and now, where the strategy reports its storage; `acted` is the branch
+// the command acted on (-1: none).
 void CheckCounters(const CacheMachineModel& model, const CacheMachineSut& sut, int index,
                    int acted);
 

@@ -150,63 +150,19 @@ std::string DescribeViewChange(const CacheView& before, const CacheView& after) 
   return "";
 }
 
-std::string CountersToString(const CacheCounters& c) {
-  return absl::StrCat("allocated ", c.bytes_allocated, ", held ", c.bytes_held, ", appended ",
-                      c.bytes_appended, ", growth copied ", c.bytes_growth_copied,
-                      ", other copied ", c.bytes_other_copied);
-}
-
 void CheckCounters(const CacheMachineModel& model, const CacheMachineSut& sut, int index,
                    int acted) {
   if (!model.strategy->reports_storage) return;
-  const KvCache& cache = *sut.caches[index];
-  const CacheCounters& was = sut.counters_seen[index];
-  const CacheCounters& now = cache.counters();
-  const int64_t capacity_was = sut.capacity_seen[index];
-  const int64_t capacity = cache.capacity();
-  auto fail = [&](const std::string& law) {
-    RC_FAIL(absl::StrCat("branch ", index, " counters: ", law, "; before the command ",
-                         CountersToString(was), " (capacity ", capacity_was, "), after ",
-                         CountersToString(now), " (capacity ", capacity, ")"));
-  };
-  if (now.bytes_allocated < was.bytes_allocated || now.bytes_appended < was.bytes_appended ||
-      now.bytes_growth_copied < was.bytes_growth_copied ||
-      now.bytes_other_copied < was.bytes_other_copied) {
-    fail("a count of bytes allocated, appended or copied went down");
-  }
-  if (index != acted) {
-    if (now.bytes_allocated != was.bytes_allocated || now.bytes_held != was.bytes_held ||
-        now.bytes_appended != was.bytes_appended ||
-        now.bytes_growth_copied != was.bytes_growth_copied ||
-        now.bytes_other_copied != was.bytes_other_copied || capacity != capacity_was) {
-      fail(absl::StrCat("changed by a command that did not act on it",
-                        acted < 0 ? "" : absl::StrCat(" (it acted on branch ", acted, ")")));
-    }
-    return;
-  }
-  const int64_t allocated = now.bytes_allocated - was.bytes_allocated;
-  const int64_t copied = (now.bytes_growth_copied - was.bytes_growth_copied) +
-                         (now.bytes_other_copied - was.bytes_other_copied);
-  // Not "at most what it held": an append may grow more than once (one token at a time),
-  // copying what it wrote earlier in the same append.
-  if (copied > allocated) fail("copied more bytes than it allocated to copy them into");
-  if (now.bytes_held > was.bytes_held + allocated) {
-    fail("holds more bytes than it held before plus what it allocated");
-  }
-  if (now.bytes_growth_copied > was.bytes_growth_copied && capacity <= capacity_was) {
-    fail("counted growth copies without a larger capacity");
-  }
-  if (now.bytes_held == 0 && allocated > 0) fail("allocated bytes but holds none");
-  if (!model.strategy->amortized_growth || model.branches[index].may_share_buffers) return;
-  // No Fork shares its buffers: nothing to copy on write.
-  if (now.bytes_other_copied != was.bytes_other_copied) {
-    fail("copied bytes other than by growth though it shares no buffers (no Fork since its "
-         "last Reset)");
-  }
-  if (capacity == capacity_was && capacity_was > 0 &&
-      (copied != 0 || allocated != now.bytes_held - was.bytes_held)) {
-    fail("with the same capacity and no shared buffers, it copied or allocated bytes it does "
-         "not hold (a buffer replaced without growing)");
+  const std::string broken = DescribeCounterLawBreak(
+      sut.counters_seen[index], ObserveCounters(*sut.caches[index]),
+      {.acted = index == acted,
+       .amortized_growth = model.strategy->amortized_growth,
+       .may_share_buffers = model.branches[index].may_share_buffers});
+  if (!broken.empty()) {
+    RC_FAIL(absl::StrCat("branch ", index, " counters: ", broken,
+                         acted >= 0 && acted != index
+                             ? absl::StrCat(" (the command acted on branch ", acted, ")")
+                             : ""));
   }
 }
 
@@ -250,10 +206,7 @@ void CheckMachine(const CacheMachineModel& model, CacheMachineSut& sut, int acte
     }
     CheckCounters(model, sut, static_cast<int>(i), acted);
   }
-  for (size_t i = 0; i < sut.caches.size(); ++i) {
-    sut.counters_seen[i] = sut.caches[i]->counters();
-    sut.capacity_seen[i] = sut.caches[i]->capacity();
-  }
+  for (size_t i = 0; i < sut.caches.size(); ++i) sut.counters_seen[i] = ObserveCounters(*sut.caches[i]);
 }
 
 }  // namespace kvcheck::properties

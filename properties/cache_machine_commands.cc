@@ -289,7 +289,6 @@ void ForkBranch::run(const Model& m0, Sut& sut) const {
   // The new branch starts from its parent's counters and is the one the Fork acts on (an
   // engine may copy the buffers at once and count that there); the parent's stay as they were.
   sut.counters_seen.push_back(sut.counters_seen[branch_]);
-  sut.capacity_seen.push_back(sut.capacity_seen[branch_]);
   CheckMachine(nextState(m0), sut, static_cast<int>(sut.caches.size()) - 1);
 }
 

@@ -82,8 +82,7 @@ PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtyp
       sut.caches.push_back(*std::move(cache));
       sut.last_views.emplace_back();
       sut.kept_views.emplace_back();
-      sut.counters_seen.push_back(sut.caches[0]->counters());
-      sut.capacity_seen.push_back(sut.caches[0]->capacity());
+      sut.counters_seen.push_back(ObserveCounters(*sut.caches[0]));
       std::set<std::string> events;
       EventScope scope(&events);
       Model state = initial;
