@@ -79,6 +79,24 @@ int64_t OneOff(int64_t right, bool more) { return more || right == 0 ? right + 1
 // ALiBi, default positions).
 int64_t CountOff(int64_t right, bool more) { return more || right <= 1 ? right + 1 : right - 1; }
 
+// A KV head count that does not divide H: H + 1 (more), else the largest count between 1
+// and H that does not divide it (3 of 4, 2 of 3; H + 1 where every count does).
+int64_t KvHeadsNotDividing(int64_t H, bool more) {
+  for (int64_t kh = H - 1; kh > 1 && !more; --kh) {
+    if (H % kh != 0) return kh;
+  }
+  return H + 1;
+}
+
+// A mask head count that is neither 1 nor H: H + 1 (more), else one per KV head where that
+// differs from both (a mask built per KV head for a GQA call), else H - 1 where that is 2 or
+// more, else H + 1.
+int64_t WrongMaskHeads(int64_t H, int64_t KH, bool more) {
+  if (more) return H + 1;
+  if (KH != 1 && KH != H) return KH;
+  return H - 1 >= 2 ? H - 1 : H + 1;
+}
+
 // `in` with `w` made wrong. `more`: which way a count or size is off.
 void MakeWrong(Wrong w, bool more, KernelInputs& in) {
   const DType dtype = in.q.dtype();
@@ -102,7 +120,7 @@ void MakeWrong(Wrong w, bool more, KernelInputs& in) {
     case Wrong::kMaskDtype: mask_of_shape({B, H, Sq, Skv}, dtype == DType::kF32 ? DType::kF16 : dtype); break;
     case Wrong::kMaskRank: mask_of_shape({B * H, Sq, Skv}); break;
     case Wrong::kMaskBatch: mask_of_shape({B + 1, 1, Sq, Skv}); break;
-    case Wrong::kMaskHeads: mask_of_shape({1, H + 1, Sq, Skv}); break;
+    case Wrong::kMaskHeads: mask_of_shape({1, WrongMaskHeads(H, KH, more), Sq, Skv}); break;
     case Wrong::kMaskQueries: mask_of_shape({1, 1, OneOff(Sq, more), Skv}); break;
     case Wrong::kMaskKeys: mask_of_shape({B, 1, Sq, OneOff(Skv, more)}); break;
     case Wrong::kQPositionsCount: p.q_positions = Iota(CountOff(B * Sq, more)); break;
@@ -114,9 +132,9 @@ void MakeWrong(Wrong w, bool more, KernelInputs& in) {
       in.k = Zeros(dtype, {OneOff(B, more), KH, Skv, D});
       in.v = Zeros(dtype, {OneOff(B, more), KH, Skv, D});
       break;
-    case Wrong::kHeadsNotMultiple:  // H % (H + 1) == H != 0
-      in.k = Zeros(dtype, {B, H + 1, Skv, D});
-      in.v = Zeros(dtype, {B, H + 1, Skv, D});
+    case Wrong::kHeadsNotMultiple:
+      in.k = Zeros(dtype, {B, KvHeadsNotDividing(H, more), Skv, D});
+      in.v = Zeros(dtype, {B, KvHeadsNotDividing(H, more), Skv, D});
       break;
     case Wrong::kNoKvHeads:
       in.k = Zeros(dtype, {B, 0, Skv, D});
