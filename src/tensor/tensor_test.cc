@@ -49,6 +49,9 @@ TEST(Tensor, FromFloatsRoundsAndChecksCount) {
   EXPECT_TRUE(std::isinf(h.GetFloat({1})));
   EXPECT_THAT(Tensor::FromFloats(DType::kF32, {2, 2}, {1.0f}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 elements")));
+  // Too many values is as wrong as too few (no silent truncation, no write past the end).
+  EXPECT_THAT(Tensor::FromFloats(DType::kF16, {2}, {1.0f, 2.0f, 3.0f}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2 elements")));
 }
 
 TEST(Tensor, ZerosRejectsHostileSizes) {
@@ -58,6 +61,19 @@ TEST(Tensor, ZerosRejectsHostileSizes) {
   EXPECT_THAT(Tensor::Zeros(DType::kF32, {int64_t{1} << 40}),
               StatusIs(absl::StatusCode::kResourceExhausted));
   ASSERT_OK(Tensor::Zeros(DType::kBF16, {0, 5}));
+}
+
+// The storage limit admits a buffer of exactly its size and refuses one byte more.
+TEST(Tensor, StorageLimitIsInclusive) {
+  const int64_t limit = MaxStorageBytes();
+  SetMaxStorageBytes(4096);
+  EXPECT_OK(Tensor::Zeros(DType::kF32, {1024}));
+  EXPECT_OK(Tensor::Zeros(DType::kF16, {2048}));
+  EXPECT_THAT(Tensor::Zeros(DType::kF32, {1025}),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("limit is 4096")));
+  EXPECT_THAT(Tensor::Zeros(DType::kBF16, {2049}),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  SetMaxStorageBytes(limit);
 }
 
 // Storage starts every buffer on a 64-byte boundary, zeroed all the way to its last byte,
