@@ -143,11 +143,11 @@ void CheckAll(Run& run, int acted) {
     }
     if (run.strategy->reports_storage) {
       const properties::CounterObservation now = properties::ObserveCounters(*branch.cache);
-      const std::string broken = properties::DescribeCounterLawBreak(
-          branch.seen, now,
-          {.acted = static_cast<int>(i) == acted,
-           .amortized_growth = run.strategy->amortized_growth,
-           .may_share_buffers = branch.may_share_buffers});
+      const std::string broken =
+          properties::DescribeCounterLawBreak(branch.seen, now,
+                                              {.acted = static_cast<int>(i) == acted,
+                                               .amortized_growth = run.strategy->amortized_growth,
+                                               .may_share_buffers = branch.may_share_buffers});
       if (!broken.empty()) run.Fail(absl::StrCat("branch ", i, " counters: ", broken));
       branch.seen = now;
     }

@@ -120,7 +120,9 @@ void MakeWrong(Wrong w, bool more, KernelInputs& in) {
     case Wrong::kMaskDtype: mask_of_shape({B, H, Sq, Skv}, dtype == DType::kF32 ? DType::kF16 : dtype); break;
     case Wrong::kMaskRank: mask_of_shape({B * H, Sq, Skv}); break;
     case Wrong::kMaskBatch: mask_of_shape({B + 1, 1, Sq, Skv}); break;
-    case Wrong::kMaskHeads: mask_of_shape({1, WrongMaskHeads(H, KH, more), Sq, Skv}); break;
+    case Wrong::kMaskHeads:
+      mask_of_shape({1, WrongMaskHeads(H, KH, more), Sq, Skv});
+      break;
     case Wrong::kMaskQueries: mask_of_shape({1, 1, OneOff(Sq, more), Skv}); break;
     case Wrong::kMaskKeys: mask_of_shape({B, 1, Sq, OneOff(Skv, more)}); break;
     case Wrong::kQPositionsCount: p.q_positions = Iota(CountOff(B * Sq, more)); break;

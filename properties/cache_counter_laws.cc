@@ -26,8 +26,7 @@ const char* BrokenLaw(const CounterObservation& was, const CounterObservation& n
     const bool same = b.bytes_allocated == a.bytes_allocated && b.bytes_held == a.bytes_held &&
                       b.bytes_appended == a.bytes_appended &&
                       b.bytes_growth_copied == a.bytes_growth_copied &&
-                      b.bytes_other_copied == a.bytes_other_copied &&
-                      now.capacity == was.capacity;
+                      b.bytes_other_copied == a.bytes_other_copied && now.capacity == was.capacity;
     return same ? nullptr : "changed by a command that did not act on it";
   }
   const int64_t allocated = b.bytes_allocated - a.bytes_allocated;

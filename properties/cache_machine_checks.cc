@@ -153,11 +153,11 @@ std::string DescribeViewChange(const CacheView& before, const CacheView& after) 
 void CheckCounters(const CacheMachineModel& model, const CacheMachineSut& sut, int index,
                    int acted) {
   if (!model.strategy->reports_storage) return;
-  const std::string broken = DescribeCounterLawBreak(
-      sut.counters_seen[index], ObserveCounters(*sut.caches[index]),
-      {.acted = index == acted,
-       .amortized_growth = model.strategy->amortized_growth,
-       .may_share_buffers = model.branches[index].may_share_buffers});
+  const std::string broken =
+      DescribeCounterLawBreak(sut.counters_seen[index], ObserveCounters(*sut.caches[index]),
+                              {.acted = index == acted,
+                               .amortized_growth = model.strategy->amortized_growth,
+                               .may_share_buffers = model.branches[index].may_share_buffers});
   if (!broken.empty()) {
     RC_FAIL(absl::StrCat("branch ", index, " counters: ", broken,
                          acted >= 0 && acted != index
@@ -206,7 +206,9 @@ void CheckMachine(const CacheMachineModel& model, CacheMachineSut& sut, int acte
     }
     CheckCounters(model, sut, static_cast<int>(i), acted);
   }
-  for (size_t i = 0; i < sut.caches.size(); ++i) sut.counters_seen[i] = ObserveCounters(*sut.caches[i]);
+  for (size_t i = 0; i < sut.caches.size(); ++i) {
+    sut.counters_seen[i] = ObserveCounters(*sut.caches[i]);
+  }
 }
 
 }  // namespace kvcheck::properties

@@ -155,15 +155,15 @@ void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
       // growth to the budget rather than refuse. What fits: W slots in every row for a window
       // strategy, else the longest row rounded up to whole blocks of kBudgetBlockTokens
       // (a paged strategy's granularity; the others need no rounding).
-      const int64_t slots =
-          strategy.windowed
-              ? c.config.window
-              : (longest_after + kBudgetBlockTokens - 1) / kBudgetBlockTokens * kBudgetBlockTokens;
+      const int64_t slots = strategy.windowed ? c.config.window
+                                              : (longest_after + kBudgetBlockTokens - 1) /
+                                                    kBudgetBlockTokens * kBudgetBlockTokens;
       if (slots * slot_bytes <= c.config.max_bytes) {
         RC_FAIL(absl::StrCat("step ", i + 1, ": the append failed (", view.status().ToString(),
                              ") though ", slots, " slots of ", slot_bytes, " bytes (",
-                             strategy.windowed ? "the window" : "the longest row after it, "
-                             "rounded up to 16-token blocks",
+                             strategy.windowed ? "the window"
+                                               : "the longest row after it, "
+                                                 "rounded up to 16-token blocks",
                              ") take ", slots * slot_bytes, " bytes of a budget of ",
                              c.config.max_bytes));
       }

@@ -73,9 +73,9 @@ struct KvShape {
 // that in the new cache); View, failed appends and a Fork's parent change nothing. The cache
 // state machine holds every strategy that reports them to these laws: the four totals never
 // go down; an append (or Fork) copies only into buffers it allocated then, and holds only
-// what it held before or allocated then; growth copies come only with a larger capacity; a strategy with amortised
-// growth copies nothing else, and replaces no buffer while its capacity stays the same,
-// unless a Fork since its last Reset may share its buffers.
+// what it held before or allocated then; growth copies come only with a larger capacity;
+// a strategy with amortised growth copies nothing else, and replaces no buffer while its
+// capacity stays the same, unless a Fork since its last Reset may share its buffers.
 struct CacheCounters {
   int64_t bytes_allocated = 0;      // every buffer ever allocated, K and V (not views: a
                                     // paged view's gathered copy belongs to its caller)

@@ -71,8 +71,7 @@ TEST(Tensor, StorageLimitIsInclusive) {
   EXPECT_OK(Tensor::Zeros(DType::kF16, {2048}));
   EXPECT_THAT(Tensor::Zeros(DType::kF32, {1025}),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("limit is 4096")));
-  EXPECT_THAT(Tensor::Zeros(DType::kBF16, {2049}),
-              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(Tensor::Zeros(DType::kBF16, {2049}), StatusIs(absl::StatusCode::kResourceExhausted));
   SetMaxStorageBytes(limit);
 }
 

@@ -31,10 +31,10 @@ const DispatchDescription& Current(const char* what) {
 
 void ThrowOutOfBounds(const BufferBounds& bounds, int64_t byte, size_t size) {
   if (bounds.threadgroup) {
-    throw std::out_of_range(absl::StrCat(
-        "out-of-bounds threadgroup memory access: ", size, " bytes at byte ", byte,
-        " of [[threadgroup(", bounds.index, ")]], whose length the dispatch set to ",
-        bounds.last, " bytes"));
+    throw std::out_of_range(absl::StrCat("out-of-bounds threadgroup memory access: ", size,
+                                         " bytes at byte ", byte, " of [[threadgroup(",
+                                         bounds.index, ")]], whose length the dispatch set to ",
+                                         bounds.last, " bytes"));
   }
   throw std::out_of_range(absl::StrCat(
       "out-of-bounds device memory access: ", size, " bytes at byte ", byte,

@@ -90,15 +90,18 @@ std::string Translate(const std::string& source, std::vector<std::string>* kerne
   // qualified or template type as for device pointers below), const where either side says.
   text = std::regex_replace(
       text,
-      std::regex(R"re(\bconst\s+threadgroup\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
+      std::regex(
+          R"re(\bconst\s+threadgroup\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
       "::kvcheck::msl::DevicePtr<const $1>$2");
   text = std::regex_replace(
       text,
-      std::regex(R"re(\bthreadgroup\s+const\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
+      std::regex(
+          R"re(\bthreadgroup\s+const\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
       "::kvcheck::msl::DevicePtr<const $1>$2");
   text = std::regex_replace(
       text,
-      std::regex(R"re(\bthreadgroup\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
+      std::regex(
+          R"re(\bthreadgroup\s+([A-Za-z_][\w:]*(?:<[^<>;()*&]*>)?)\s*\*(\s*\w+\s*\[\[\s*threadgroup\s*\())re"),
       "::kvcheck::msl::DevicePtr<$1>$2");
   text = std::regex_replace(text, std::regex(R"(\[\[\s*threadgroup\s*\(\s*(\d+)\s*\)\s*\]\])"),
                             "= ::kvcheck::msl::ThreadgroupArgument($1)");
