@@ -777,8 +777,8 @@ MUTANTS = [
     (
         'metal_causal_top_left',
         'src/metal/kernels/sdpa_common.h',
-        'p.has_q_positions ? q_positions[b * p.q_len + i] : long(p.kv_len - p.q_len + i)',
-        'p.has_q_positions ? q_positions[b * p.q_len + i] : long(i)',
+        'p.has_q_positions ? q_positions[long(b) * p.q_len + i] : long(p.kv_len - p.q_len + i)',
+        'p.has_q_positions ? q_positions[long(b) * p.q_len + i] : long(i)',
         'Metal default query positions top-left (i) instead of bottom-right (Skv - Sq + i)',
     ),
     (

@@ -61,7 +61,7 @@ inline float MergedResult(float value, float total, bool poisoned) {
 
 // The position of query row i (the contract's default: bottom-right, Skv - Sq + i).
 inline long QueryPosition(constant SdpaParams& p, const device long* q_positions, int b, int i) {
-  return p.has_q_positions ? q_positions[b * p.q_len + i] : long(p.kv_len - p.q_len + i);
+  return p.has_q_positions ? q_positions[long(b) * p.q_len + i] : long(p.kv_len - p.q_len + i);
 }
 
 // Whether query row i (at qpos) may see key j: explicit positions (-1: an empty slot on either
@@ -70,7 +70,7 @@ inline long QueryPosition(constant SdpaParams& p, const device long* q_positions
 inline bool KeyAllowed(constant SdpaParams& p, const device float* mask,
                        const device long* kv_positions, long qpos, int i, int j, int h, int b,
                        thread long& kpos, thread float& bias) {
-  kpos = p.has_kv_positions ? kv_positions[b * p.kv_len + j] : long(j);
+  kpos = p.has_kv_positions ? kv_positions[long(b) * p.kv_len + j] : long(j);
   bias = 0.0f;
   if (qpos < 0 || kpos < 0) return false;
 #ifndef KVCHECK_DEFECT_IGNORES_MASK_AND_CAUSAL  // candle's vector path (spec 4.1)
@@ -198,7 +198,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
         value += partials[s * kMergeChunk + int(tid)] * StateWeight(maxima[s], global_max);
       }
       if (partial_out == nullptr) {
-        out[((b * p.heads + h) * p.q_len + i) * D + d] = T(MergedResult(value, total, poisoned));
+        out[((long(b) * p.heads + h) * p.q_len + i) * D + d] = T(MergedResult(value, total, poisoned));
       } else {
         // A block's state for the second pass: unnormalised, relative to the block's max.
         partial_out[d] = poisoned ? numeric_limits<float>::quiet_NaN() : value;

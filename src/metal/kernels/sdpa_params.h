@@ -2,7 +2,8 @@
 // The parameter block of the Metal attention kernels (buffer 4), shared by the .metal sources
 // and the host (src/metal/metal_attention.cc): plain integers and floats only, so that it has
 // the same layout in MSL and C++. Strides are in elements; a view's offset travels as the
-// byte offset of its buffer binding.
+// byte offset of its buffer binding. Sizes fit int, but the kernels form element indices in
+// long: B x H x Sq x D outputs, or B x Skv positions, can pass 2^31 in a long-context call.
 #ifndef KVCHECK_SRC_METAL_KERNELS_SDPA_PARAMS_H_
 #define KVCHECK_SRC_METAL_KERNELS_SDPA_PARAMS_H_
 

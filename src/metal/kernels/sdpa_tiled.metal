@@ -259,9 +259,9 @@ template <typename T>
       const int d = db * kFragment + fn + t;
       if (d < D) {
 #ifdef KVCHECK_DEFECT_MASKED_ROW_NAN  // candle's steel kernel: O / sum, no guard (#3388)
-        out[((b * p.heads + h) * p.q_len + i) * D + d] = T(of[db].thread_elements()[t] / row_sum);
+        out[((long(b) * p.heads + h) * p.q_len + i) * D + d] = T(of[db].thread_elements()[t] / row_sum);
 #else
-        out[((b * p.heads + h) * p.q_len + i) * D + d] =
+        out[((long(b) * p.heads + h) * p.q_len + i) * D + d] =
             T(MergedResult(of[db].thread_elements()[t], row_sum, isnan(row_sum)));
 #endif
       }
