@@ -37,6 +37,7 @@ LIB_SRCS=(
   src/model/layer_ops.cc src/model/decoder.cc src/model/generator.cc
   properties/generators.cc properties/attention_generators.cc              # //properties
   properties/case_isolation.cc properties/property_runner.cc properties/property_driver.cc
+  properties/cache_counter_laws.cc
   reference/attention_comparison.cc                                        # //reference
   defects/defect_registry.cc defects/raw_interleaved_cache.cc              # //defects
   defects/defective_paged_cache.cc defects/defective_metal.cc
