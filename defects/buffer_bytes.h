@@ -18,11 +18,11 @@ inline int64_t BufferBytes(const Tensor& t) {
   return t.rank() == 0 ? 0 : t.num_elements() * DTypeSize(t.dtype());
 }
 
-// A Fork that copies K and V (the new cache's, already deep copies) counts them as allocated
-// and copied, in the new cache's counters.
-inline void CountForkCopy(const Tensor& k, const Tensor& v, CacheCounters& counters) {
-  counters.bytes_allocated += BufferBytes(k) + BufferBytes(v);
-  counters.bytes_other_copied += BufferBytes(k) + BufferBytes(v);
+// A Fork that copies a buffer (`copy`, the new cache's deep copy) counts it as allocated and
+// copied, in the new cache's counters.
+inline void CountForkCopy(const Tensor& copy, CacheCounters& counters) {
+  counters.bytes_allocated += BufferBytes(copy);
+  counters.bytes_other_copied += BufferBytes(copy);
 }
 
 }  // namespace kvcheck::defects

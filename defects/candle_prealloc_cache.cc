@@ -49,7 +49,8 @@ std::unique_ptr<KvCache> CandlePreallocCache::Fork() const {
   if (defect_ != PreallocDefect::kCloneSharesBuffer && k_buffer_.rank() == 4) {
     fork->k_buffer_ = k_buffer_.DeepCopy();
     fork->v_buffer_ = v_buffer_.DeepCopy();
-    CountForkCopy(fork->k_buffer_, fork->v_buffer_, fork->counters_);
+    CountForkCopy(fork->k_buffer_, fork->counters_);
+    CountForkCopy(fork->v_buffer_, fork->counters_);
   }
   return fork;
 }

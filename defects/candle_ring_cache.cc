@@ -26,7 +26,8 @@ std::unique_ptr<KvCache> CandleRingCache::Fork() const {
   if (k_buffer_.rank() == 4) {  // not the defect under test: forks do not share the ring
     fork->k_buffer_ = k_buffer_.DeepCopy();
     fork->v_buffer_ = v_buffer_.DeepCopy();
-    CountForkCopy(fork->k_buffer_, fork->v_buffer_, fork->counters_);
+    CountForkCopy(fork->k_buffer_, fork->counters_);
+    CountForkCopy(fork->v_buffer_, fork->counters_);
   }
   return fork;
 }

@@ -18,8 +18,7 @@ RawInterleavedCache::RawInterleavedCache(const RawInterleavedCache& other)
     : KvCache(other), capacity_(other.capacity_) {
   if (other.buffer_.rank() == 4) {
     buffer_ = other.buffer_.DeepCopy();  // candle clones the Vec
-    counters_.bytes_allocated += BufferBytes(buffer_);
-    counters_.bytes_other_copied += BufferBytes(buffer_);
+    CountForkCopy(buffer_, counters_);
   }
 }
 

@@ -161,9 +161,10 @@ void RunBudgetCase(const CacheStrategy& strategy, const BudgetCase& c) {
       if (slots * slot_bytes <= c.config.max_bytes) {
         RC_FAIL(absl::StrCat("step ", i + 1, ": the append failed (", view.status().ToString(),
                              ") though ", slots, " slots of ", slot_bytes, " bytes (",
-                             strategy.windowed ? "the window"
-                                               : "the longest row after it, "
-                                                 "rounded up to 16-token blocks",
+                             strategy.windowed
+                                 ? "the window"
+                                 : absl::StrCat("the longest row after it, rounded up to ",
+                                                kBudgetBlockTokens, "-token blocks"),
                              ") take ", slots * slot_bytes, " bytes of a budget of ",
                              c.config.max_bytes));
       }

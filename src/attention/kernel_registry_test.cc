@@ -52,7 +52,7 @@ TEST(KernelRegistry, EmulatedKernelsBudgetEveryQueryRow) {
     EXPECT_FALSE(kernel.admits(Shape(2, refused / 2, 1), Shape(2, 1, kv_len)));
     EXPECT_TRUE(kernel.admits(Shape(1, refused / 2, 1), Shape(1, 1, kv_len)));
     EXPECT_TRUE(kernel.admits(Shape(refused / 2, 1, 1), Shape(refused / 2, 1, kv_len)));
-    // Keys: enough of them refuse one row, fewer fit again.
+    // Keys: enough of them refuse one row (64 fit, above).
     EXPECT_FALSE(kernel.admits(Shape(1, 1, 1), Shape(1, 1, int64_t{1} << 16)));
   }
 }

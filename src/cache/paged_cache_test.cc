@@ -89,8 +89,7 @@ TEST(PagedCache, ForkSharesBlocksAndCopiesOnlyThePartialBlockItWrites) {
   const std::vector<float> parent_after = ViewedK(*parent);
   for (int64_t t = 0; t < 20; ++t) {  // row 0 is as it was before the fork
     for (int64_t d = 0; d < kD; ++d) {
-      const int64_t at = t * kD + d;
-      EXPECT_EQ(parent_after[at], parent_k[t * kD + d]) << "token " << t;
+      EXPECT_EQ(parent_after[t * kD + d], parent_k[t * kD + d]) << "token " << t;
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -251,30 +252,27 @@ TEST_P(CacheContractTest, CreateRefusesConfigsOutsideTheirRange) {
   config.max_bytes = -1;
   EXPECT_THAT(strategy().create(config),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_bytes")));
-  if (strategy().windowed) {
-    for (const int64_t window : {int64_t{0}, int64_t{-1}, kMaxSequenceLength + 1}) {
+  // Each value of `refused` in `field` is refused naming `named`; kMaxSequenceLength is taken.
+  const auto expect_range = [&](int64_t CacheConfig::*field,
+                                std::initializer_list<int64_t> refused, const char* named) {
+    for (const int64_t value : refused) {
       config = strategy().default_config;
-      config.window = window;
+      config.*field = value;
       EXPECT_THAT(strategy().create(config),
-                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("window")))
-          << window;
+                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(named)))
+          << named << " " << value;
     }
     config = strategy().default_config;
-    config.window = kMaxSequenceLength;
+    config.*field = kMaxSequenceLength;
     EXPECT_OK(strategy().create(config));
+  };
+  if (strategy().windowed) {
+    expect_range(&CacheConfig::window, {0, -1, kMaxSequenceLength + 1}, "window");
   }
   const std::string name = strategy().name;
   if (name == "prealloc" || name == "interleaved") {
-    for (const int64_t initial : {int64_t{-1}, kMaxSequenceLength + 1}) {
-      config = strategy().default_config;
-      config.initial_capacity = initial;
-      EXPECT_THAT(strategy().create(config),
-                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("initial capacity")))
-          << initial;
-    }
-    config = strategy().default_config;
-    config.initial_capacity = kMaxSequenceLength;
-    EXPECT_OK(strategy().create(config));
+    expect_range(&CacheConfig::initial_capacity, {-1, kMaxSequenceLength + 1},
+                 "initial capacity");
   }
 }
 
