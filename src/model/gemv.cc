@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
@@ -112,6 +113,45 @@ void StreamRows(const float* w, const float* x, int64_t begin, int64_t end, int6
     GemvFarRows<kStreams>(w, x, rows, cols, y);
   }
   for (int64_t r = begin + kStreams * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
+}
+
+// The rows at offsets [t_begin, t_end) of a threaded product's region (GemvRegions): the
+// region starting at row `first` is cut in kStreams streams of stream_rows rows, offset t
+// of stream j its row (t + j) mod stream_rows (the staggering of StreamRows, which walks a
+// whole range the same way). One step of the region is such a range of offsets.
+template <int kStreams>
+void RegionStep(const float* w, const float* x, int64_t first, int64_t stream_rows,
+                int64_t t_begin, int64_t t_end, int64_t cols, float* y) {
+  int64_t offset[kStreams];
+  for (int j = 0; j < kStreams; ++j) {
+    offset[j] = t_begin + j % stream_rows;
+    if (offset[j] >= stream_rows) offset[j] -= stream_rows;
+  }
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    int64_t rows[kStreams];
+    for (int j = 0; j < kStreams; ++j) {
+      rows[j] = first + j * stream_rows + offset[j];
+      offset[j] = offset[j] + 1 == stream_rows ? 0 : offset[j] + 1;
+    }
+    GemvFarRows<kStreams>(w, x, rows, cols, y);
+  }
+}
+
+// RegionStep for `streams` (2, 4 or 8) streams, then rows [tail_begin, tail_end) one at a
+// time (a region's rows past its streams, in its last step).
+void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t stream_rows,
+                        int64_t t_begin, int64_t t_end, int64_t tail_begin, int64_t tail_end,
+                        int64_t cols, float* y, int streams) {
+  if (t_begin < t_end) {
+    if (streams == 8) {
+      RegionStep<8>(w, x, first, stream_rows, t_begin, t_end, cols, y);
+    } else if (streams == 4) {
+      RegionStep<4>(w, x, first, stream_rows, t_begin, t_end, cols, y);
+    } else {
+      RegionStep<2>(w, x, first, stream_rows, t_begin, t_end, cols, y);
+    }
+  }
+  for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
 // Rows [begin, end) as `streams` (2, 4 or 8) long streams (StreamRows). The product is
@@ -253,13 +293,15 @@ HWY_AFTER_NAMESPACE();
 namespace kvcheck::model {
 
 HWY_EXPORT(GemvRowsImpl);
+HWY_EXPORT(GemvRegionStepImpl);
 HWY_EXPORT(GemvBatchRowsImpl);
 HWY_EXPORT(BatchLimitImpl);
 
 namespace {
 
-// Runs run_rows(begin, end) over [0, rows), on up to num_threads threads. Several threads
-// claim chunks of chunk_rows rows, not one static range each: the threads' shares of the
+// Runs run_rows(begin, end) over [0, rows), on up to num_threads threads: the batch form's
+// split (the one-row form's is GemvRegions). Several threads claim chunks of chunk_rows rows
+// in turn, not one static range each: the threads' shares of the
 // memory system differ from moment to moment, and with static halves each of a decode step's
 // 73 products ended when the slower thread did. The step's products on the 2-core Intel Xeon
 // (AVX-512) VM, two threads, two streams per chunk, alternating runs (bench/gemv_benchmark):
@@ -280,12 +322,55 @@ void SplitRows(int64_t rows, int num_threads, int64_t chunk_rows, const RunRows&
   });
 }
 
-// Rows per stream in a chunk of a threaded product: the Xeon's best 48-row chunks were two
-// streams of 24 rows, and a chunk keeps that length per stream whatever the count. With eight
-// streams in 48-row chunks (six rows, 18 KiB, each) the Zen 2 VM's two-thread generation
-// read 74-75% of its paired limit, with 192-row chunks 80-81% (384: 80-81%; two alternating
-// rounds, 2026-12-04).
+// Rows per stream in a step of a threaded product's region (GemvRegions): the unit a thread
+// claims, from its own region or, once that is done, from another's. The Xeon's best chunks
+// of the interleaved split this replaced were two streams of 24 rows.
 constexpr int64_t kRowsPerStream = 24;
+
+// A product on `parts` threads (2 <= parts <= rows / 64). Each thread owns a region, one
+// contiguous part of the rows, cut in `streams` streams (GemvRegionStepImpl), and claims
+// its steps front to back, so its streams run unbroken the length of its region as one
+// thread's do over the whole product (StreamRows); a thread whose region is done takes the
+// next steps of the others' (the threads' shares of the memory system differ from moment to
+// moment, and a static split would end each of a decode step's 73 products when the slower
+// thread did).
+// Why regions: the split this replaced let the threads claim 24-row-per-stream chunks of
+// the whole product in turn, so every thread's streams broke off every chunk (144 KiB with
+// two streams of 768-float rows) and the hardware prefetcher started them again. On the Zen 4
+// VM (2026-12-05, bench/generation_benchmark, two threads, `prealloc` and `scattered`, three
+// alternating pairs of runs) two-thread generation read 77-93% of its paired limit that way
+// (median 81%) and 84-94% with regions (median 88.5%), more in all six comparisons; the
+// race before it had four strategies of five at 75-76% (one thread 93-96%).
+void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+                 int64_t parts, int streams) {
+  struct alignas(64) Region {  // one cache line each: the owner's claims stay local
+    int64_t first = 0, end = 0, stream_rows = 0, steps = 0;
+    std::atomic<int64_t> next_step{0};
+  };
+  std::unique_ptr<Region[]> regions(new Region[parts]);
+  for (int64_t i = 0; i < parts; ++i) {
+    Region& region = regions[i];
+    region.first = rows * i / parts;
+    region.end = rows * (i + 1) / parts;
+    region.stream_rows = (region.end - region.first) / streams;  // >= 8: a region has >= 64 rows
+    region.steps = (region.stream_rows + kRowsPerStream - 1) / kRowsPerStream;
+  }
+  SharedThreadPool(static_cast<int>(parts)).ParallelFor(parts, [&](int64_t own) {
+    for (int64_t k = 0; k < parts; ++k) {
+      Region& region = regions[(own + k) % parts];
+      for (int64_t step = region.next_step.fetch_add(1, std::memory_order_relaxed);
+           step < region.steps; step = region.next_step.fetch_add(1, std::memory_order_relaxed)) {
+        const int64_t t_begin = step * kRowsPerStream;
+        const int64_t t_end = std::min(region.stream_rows, t_begin + kRowsPerStream);
+        const bool last = step == region.steps - 1;
+        HWY_DYNAMIC_DISPATCH(GemvRegionStepImpl)(
+            w, x, region.first, region.stream_rows, t_begin, t_end,
+            last ? region.first + streams * region.stream_rows : 0, last ? region.end : 0, cols,
+            y, streams);
+      }
+    }
+  });
+}
 // The batch form's chunks: six streams (GemvBatchRowsImpl) of 8 rows.
 constexpr int64_t kBatchChunkRows = 48;
 
@@ -349,9 +434,12 @@ void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols,
                      int num_threads, int streams) {
   KV_CHECK(std::find(std::begin(kStreamCounts), std::end(kStreamCounts), streams) !=
            std::end(kStreamCounts));
-  SplitRows(rows, num_threads, kRowsPerStream * streams, [&](int64_t begin, int64_t end) {
-    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, begin, end, cols, y, streams);
-  });
+  const int64_t parts = std::min<int64_t>(num_threads, rows / 64);
+  if (parts <= 1) {
+    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, streams);
+    return;
+  }
+  GemvRegions(w, x, rows, cols, y, parts, streams);
 }
 
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {

@@ -318,6 +318,13 @@ MUTANTS = [
         'exp polynomial coefficient off',
     ),
     (
+        'gemv_region_tail_dropped',
+        'src/model/gemv.cc',
+        'last ? region.end : 0, cols,',
+        'last ? region.end - 1 : 0, cols,',
+        'threaded GEMV: the last row of each thread\'s region past its streams never computed',
+    ),
+    (
         'gemv_tail',
         'src/model/gemv.cc',
         'for (int64_t t = k_end; t < cols; ++t) lanes_sum += row[t] * x[t];',
