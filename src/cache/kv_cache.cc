@@ -56,8 +56,8 @@ std::string Message(const char* strategy, const Parts&... parts) {
   // pairs of builds, 2026-12-04): `prealloc` 1.16-1.18x of its floor and `scattered`
   // 1.16-1.21x, against 1.23-1.25x and 1.23-1.26x with the prefetch in WriteStep, after the
   // view update. Asking before IsNextStep's checks measured the same as here. Except for a
-  // layout whose next slot follows this one in one run (interleaved): WriteStep asks after
-  // its copies (SlotBuffers::prefetches_after_write).
+  // layout whose next slot follows this one in one run (interleaved) on a CPU where asking
+  // after the copies pays (Zen 2): WriteStep asks then (SlotBuffers::prefetches_after_write).
   const bool prefetch_first = !buffers->prefetches_after_write();
   if (prefetch_first) buffers->PrefetchSlotInline(slot + 1);
   // WriteStep cannot fail, so the order is free: lengths, counters and view first, then the

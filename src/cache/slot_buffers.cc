@@ -49,11 +49,24 @@ SlotBuffers::SlotBuffers(Tensor k_buffer, Tensor v_buffer)
   // one storage, with contiguous rows. Strides of size-1 dimensions are never used, as in
   // UniformRowStride.
   const bool heads_adjacent = heads_ == 1 || (k_head_ == 2 * row_bytes_ && v_head_ == k_head_);
-  prefetch_after_write_ =
+  slots_one_run_ =
       rows_contiguous_ && k_.storage() == v_.storage() && v_base_ == k_base_ + row_bytes_ &&
       heads_adjacent &&
       (slots_ == 1 || (k_slot_ == v_slot_ && k_slot_ == 2 * heads_ * row_bytes_)) &&
       (batch_ == 1 || k_batch_ == v_batch_);
+  prefetch_after_write_ = slots_one_run_ && PrefetchAfterOneRunPays();
+}
+
+bool PrefetchAfterOneRunPays() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool pays = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amdfam17h") != 0;
+  }();
+  return pays;
+#else
+  return false;
+#endif
 }
 
 void SlotBuffers::WriteRows(const std::byte* from, int64_t from_batch, int64_t from_head,

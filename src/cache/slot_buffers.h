@@ -72,20 +72,13 @@ class SlotBuffers {
   // `AppendInto` on prealloc took 3.5-4.3 us this way against 6.1-6.4 us with prefetchw, and
   // the floor copies 2.4-3.5 against 5.0-5.2.
   void PrefetchSlot(int64_t slot) const;
-  // Whether the next slot is best asked for after a step's copies rather than before them:
-  // where each batch row's slot is one gap-free block of its K and V rows and the next
+  // Whether each batch row's slot is one gap-free block of its K and V rows and the next
   // slot's block follows it (the interleaved cache's (B, Cap, KH, 2D) buffer), so that a
-  // step writes one forward run of KH * 2 rows per batch row. Everywhere else the prefetch
-  // goes first.
-  // Why: for such a block the append benchmark's floor copies were faster prefetching after
-  // the copy than before it in every run on a Zen 2 VM (2026-12-04: 8.3-11.1 against
-  // 10.1-12.5 us per 30-layer step, nine runs) and in two of three on a Zen 4 VM
-  // (2026-12-03), while the split layouts were as fast or faster prefetching first (Zen 2,
-  // scattered: 9.9-11.2 against 11.0-12.6 us). On the Zen 2 VM, `interleaved`'s AppendInto
-  // took 1.09-1.12x the copy-then-prefetch floor this way against 1.29-1.32x prefetching
-  // first (four alternating pairs of builds). The likely cause: the CPU's own stream
-  // prefetcher follows a forward run of lines into the next slot by itself, and software
-  // prefetches issued before the copies then only queue ahead of the stores' own misses.
+  // step writes one forward run of KH * 2 rows per batch row.
+  bool slots_one_run() const { return slots_one_run_; }
+  // Whether the next slot is asked for after a step's copies rather than before them: for
+  // slots_one_run() layouts on CPUs where that measured faster (PrefetchAfterOneRunPays);
+  // everywhere else the prefetch goes first.
   bool prefetches_after_write() const { return prefetch_after_write_; }
 
   // PrefetchSlot inline, for the decode step (KvCache::TryInPlaceStep), which asks for the
@@ -128,8 +121,24 @@ class SlotBuffers {
   // B x KH rows lie at one stride; -1 where they do not (WriteStep then loops over b and h).
   int64_t k_row_ = -1, v_row_ = -1;
   bool rows_contiguous_ = false;       // each buffer row contiguous (stride 1 along D, or D == 1)
+  bool slots_one_run_ = false;         // see slots_one_run()
   bool prefetch_after_write_ = false;  // see prefetches_after_write()
 };
+
+// Whether this CPU writes a slots_one_run() layout's steps faster asking for the next slot
+// after the copies than before them: AMD family 17h (Zen, Zen 2), and no other measured.
+// For such a block the append benchmark's floor copies were faster prefetching after the copy
+// than before it in every run on a Zen 2 VM (2026-12-04: 8.3-11.1 against 10.1-12.5 us per
+// 30-layer step, nine runs), while the split layouts were as fast or faster prefetching first
+// (scattered: 9.9-11.2 against 11.0-12.6 us), and `interleaved`'s AppendInto took 1.09-1.12x
+// the copy-then-prefetch floor this way against 1.29-1.32x prefetching first (four
+// alternating pairs of builds); the likely cause, the CPU's own stream prefetcher following a
+// forward run of lines into the next slot by itself. On a Zen 4 VM (family 19h) the opposite:
+// `interleaved`'s AppendInto took 1.19-1.21x its cached floor prefetching first against
+// 1.30-1.31x after (bench/cache_append_paired_benchmark, three alternating pairs of builds,
+// 2026-12-05). Elsewhere (Intel, unmeasured) the prefetch goes first, as for every other
+// layout. Only the speed depends on it: the bytes written are the same.
+bool PrefetchAfterOneRunPays();
 
 // The decode step's path is defined here, inline, so that KvCache::TryInPlaceStep compiles
 // into one function: out of line, its calls and their saved registers were about 30 of a

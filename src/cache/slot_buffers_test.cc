@@ -229,8 +229,14 @@ Buffers Halves(const Tensor& whole, int64_t head_dim, int64_t v_offset, bool slo
   return {*Transpose(k, 1, 2), *Transpose(v, 1, 2)};
 }
 
-TEST(SlotBuffers, PrefetchesAfterWriteOnlyWhereEachSlotIsOneRunFollowedByTheNext) {
-  auto after = [](const Buffers& b) { return SlotBuffers(b.k, b.v).prefetches_after_write(); };
+TEST(SlotBuffers, SlotsAreOneRunOnlyWhereEachSlotIsOneBlockFollowedByTheNext) {
+  // And the prefetch follows the copies exactly there, on a CPU where that pays.
+  auto after = [](const Buffers& b) {
+    const SlotBuffers buffers(b.k, b.v);
+    EXPECT_EQ(buffers.prefetches_after_write(),
+              buffers.slots_one_run() && PrefetchAfterOneRunPays());
+    return buffers.slots_one_run();
+  };
   // The interleaved cache's halves, any batch, heads, head size and dtype.
   for (const Case& c : {Case{DType::kF32, 1, 3, 64, true}, Case{DType::kF32, 2, 3, 5, true},
                         Case{DType::kBF16, 2, 2, 1, true}, Case{DType::kF16, 1, 1, 7, true}}) {
