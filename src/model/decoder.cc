@@ -130,12 +130,35 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
   std::vector<float> h(S * W);
   Normalize(c, x.data(), S, w.attn_norm_weight, w.attn_norm_bias, h.data());
   std::vector<float> q(S * H * D), k(S * KH * D), v(S * KH * D);
-  Linear(h.data(), S, W, w.wq.data(), bias(w.bq), H * D, q.data(), options.matmul,
-         options.num_threads);
-  Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KH * D, k.data(), options.matmul,
-         options.num_threads);
-  Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KH * D, v.data(), options.matmul,
-         options.num_threads);
+  const int64_t QD = H * D, KD = KH * D, QKV = QD + 2 * KD;
+  // One product for q, k and v where their matrices (and biases) lie back to back, as the
+  // weights' arena places them whenever each is a whole number of 16-float blocks
+  // (decoder_weights.h): a decode step's threads then meet once per layer for the three
+  // instead of three times, and start their streams once. Only where Linear takes the GEMV
+  // (or the plain path), whose every output's bits do not depend on the matrix it is a row
+  // of; sgemm's blocking might.
+  const bool fused =
+      (options.matmul == MatmulPath::kPlain || S <= GemvBatchLimit()) &&
+      w.wk.data() == w.wq.data() + QD * W && w.wv.data() == w.wk.data() + KD * W &&
+      (!gpt2 || (w.bk.data() == w.bq.data() + QD && w.bv.data() == w.bk.data() + KD));
+  if (fused) {
+    std::vector<float> qkv(S * QKV);
+    Linear(h.data(), S, W, w.wq.data(), bias(w.bq), QKV, qkv.data(), options.matmul,
+           options.num_threads);
+    for (int64_t i = 0; i < S; ++i) {
+      const float* row = qkv.data() + i * QKV;
+      std::copy_n(row, QD, q.data() + i * QD);
+      std::copy_n(row + QD, KD, k.data() + i * KD);
+      std::copy_n(row + QD + KD, KD, v.data() + i * KD);
+    }
+  } else {
+    Linear(h.data(), S, W, w.wq.data(), bias(w.bq), QD, q.data(), options.matmul,
+           options.num_threads);
+    Linear(h.data(), S, W, w.wk.data(), bias(w.bk), KD, k.data(), options.matmul,
+           options.num_threads);
+    Linear(h.data(), S, W, w.wv.data(), bias(w.bv), KD, v.data(), options.matmul,
+           options.num_threads);
+  }
   if (!gpt2) {
     ApplyRope(q.data(), S, H, D, positions.first, c.rope_theta);
     ApplyRope(k.data(), S, KH, D, positions.first, c.rope_theta);

@@ -3,6 +3,7 @@
 // generated configurations are properties/generation_properties.cc).
 #include "src/model/generator.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -211,6 +212,50 @@ TEST(DecoderTest, ForwardRejectsBadArguments) {
   options.logits_rows = 3;
   EXPECT_EQ(decoder->Forward(ok, {}, {}, options).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DecoderTest, QkvInOneProductGivesTheSameBitsAsThree) {
+  // The arena puts each layer's wq, wk and wv back to back, and Forward then runs them as one
+  // product. A copy whose layers 0 and 1 trade their wk storage (the values swapped back, so
+  // the model is the same) runs those two layers as three products each: the logits must be
+  // the same bits, for decode steps, short chunks (GEMV) and long ones (sgemm), on 1 and 2
+  // threads, and on the plain path.
+  for (const DecoderConfig& config : {SmallGpt2(), SmallLlama()}) {
+    SCOPED_TRACE(config.ToString());
+    absl::StatusOr<DecoderWeights> weights = RandomWeights(config, 11);
+    ASSERT_TRUE(weights.ok());
+    DecoderWeights split = *weights;
+    std::swap(split.layers[0].wk, split.layers[1].wk);
+    std::swap_ranges(split.layers[0].wk.begin(), split.layers[0].wk.end(),
+                     split.layers[1].wk.begin());
+    const int64_t qd = config.num_heads * config.head_dim();
+    EXPECT_EQ(weights->layers[0].wk.data(),
+              weights->layers[0].wq.data() + qd * config.width);  // one product here
+    EXPECT_NE(split.layers[0].wk.data(),
+              split.layers[0].wq.data() + qd * config.width);  // three here
+    absl::StatusOr<std::unique_ptr<Decoder>> joined = Decoder::Create(*std::move(weights));
+    absl::StatusOr<std::unique_ptr<Decoder>> apart = Decoder::Create(std::move(split));
+    ASSERT_TRUE(joined.ok() && apart.ok());
+    for (const int64_t S : {int64_t{1}, int64_t{5}, int64_t{40}}) {
+      std::vector<int32_t> tokens(S);
+      for (int64_t i = 0; i < S; ++i) tokens[i] = static_cast<int32_t>((7 * i + 3) % 50);
+      for (const MatmulPath path : {MatmulPath::kOptimized, MatmulPath::kPlain}) {
+        for (int threads : {1, 2}) {
+          ForwardOptions options;
+          options.matmul = path;
+          options.num_threads = threads;
+          options.logits_rows = S;
+          absl::StatusOr<std::vector<float>> a = (*joined)->Forward(tokens, {}, {}, options);
+          absl::StatusOr<std::vector<float>> b = (*apart)->Forward(tokens, {}, {}, options);
+          ASSERT_TRUE(a.ok() && b.ok());
+          ASSERT_EQ(a->size(), b->size());
+          for (size_t i = 0; i < a->size(); ++i) {
+            ASSERT_EQ((*a)[i], (*b)[i]) << "S " << S << " threads " << threads << " logit " << i;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(GeneratorTest, UnknownStrategyOrKernel) {

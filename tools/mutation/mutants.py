@@ -318,6 +318,13 @@ MUTANTS = [
         'exp polynomial coefficient off',
     ),
     (
+        'decoder_qkv_split_v_as_k',
+        'src/model/decoder.cc',
+        'std::copy_n(row + QD + KD, KD, v.data() + i * KD);',
+        'std::copy_n(row + QD, KD, v.data() + i * KD);',
+        'decoder, q/k/v in one product: v taken from k\'s part of the output row',
+    ),
+    (
         'gemv_region_tail_dropped',
         'src/model/gemv.cc',
         'last ? region.end : 0, cols,',
