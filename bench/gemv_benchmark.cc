@@ -3,12 +3,13 @@
 // binary at the same thread count. Every product reads its weights once, so the step is
 // memory bound and its floor is bytes / bandwidth.
 //
-// BM_DecodeStepGemv/threads:T: the step's 73 products in the decoder's order (per layer
-// q, k, v, o: 768 x 768; up 3072 x 768; down 768 x 3072; then the 50257 x 768 head), 495 MB
-// of weights on transparent huge pages as the decoder's are; reported as GB/s of weights and
-// as a share of ReadBandwidth(T) (bench/read_bandwidth.h), measured around the runs.
+// BM_DecodeStepGemv/threads:T: the step's 49 products in the decoder's order (per layer
+// q, k and v as one 2304 x 768 product, as the decoder runs them since fb70693 (73 products
+// before, the three apart); o 768 x 768; up 3072 x 768; down 768 x 3072; then the 50257 x 768
+// head), 495 MB of weights on transparent huge pages as the decoder's are; reported as GB/s of
+// weights and as a share of ReadBandwidth(T) (bench/read_bandwidth.h), measured around the runs.
 // BM_OneGemv/rows/cols/threads: one product alone, repeated (the small ones stay in L2/L3).
-// BM_ChunkStep/path/m/threads: the same 73 products for a prefill chunk of m tokens, side by
+// BM_ChunkStep/path/m/threads: the same 49 products for a prefill chunk of m tokens, side by
 // side: path 0 model::Linear as the decoder runs it (GemvBatch up to GemvBatchLimit() rows;
 // beyond, single-threaded OpenBLAS sgemm on slices of 128 outputs that the threads claim),
 // path 1 OpenBLAS sgemm on OpenBLAS's own threads. After a threaded sgemm OpenBLAS's workers
@@ -48,7 +49,8 @@ std::vector<Product>& DecodeStep() {
       products->push_back(std::move(p));
     };
     for (int64_t l = 0; l < kLayers; ++l) {
-      for (int i = 0; i < 4; ++i) add(kWidth, kWidth);
+      add(3 * kWidth, kWidth);  // q, k and v: one product, as the decoder runs them
+      add(kWidth, kWidth);
       add(kHidden, kWidth);
       add(kWidth, kHidden);
     }
