@@ -231,7 +231,7 @@ Buffers Halves(const Tensor& whole, int64_t head_dim, int64_t v_offset, bool slo
 
 TEST(SlotBuffers, SlotsAreOneRunOnlyWhereEachSlotIsOneBlockFollowedByTheNext) {
   // And the prefetch follows the copies exactly there, on a CPU where that pays.
-  auto after = [](const Buffers& b) {
+  auto one_run = [](const Buffers& b) {
     const SlotBuffers buffers(b.k, b.v);
     EXPECT_EQ(buffers.prefetches_after_write(),
               buffers.slots_one_run() && PrefetchAfterOneRunPays());
@@ -240,24 +240,24 @@ TEST(SlotBuffers, SlotsAreOneRunOnlyWhereEachSlotIsOneBlockFollowedByTheNext) {
   // The interleaved cache's halves, any batch, heads, head size and dtype.
   for (const Case& c : {Case{DType::kF32, 1, 3, 64, true}, Case{DType::kF32, 2, 3, 5, true},
                         Case{DType::kBF16, 2, 2, 1, true}, Case{DType::kF16, 1, 1, 7, true}}) {
-    EXPECT_TRUE(after(MakeBuffers(c.dtype, c.batch, c.heads, 6, c.head_dim, true)))
+    EXPECT_TRUE(one_run(MakeBuffers(c.dtype, c.batch, c.heads, 6, c.head_dim, true)))
         << c.batch << " " << c.heads << " " << c.head_dim;
   }
   // Separate K and V buffers: the rows of a slot lie in two places.
-  EXPECT_FALSE(after(MakeBuffers(DType::kF32, 1, 3, 6, 64, false)));
-  EXPECT_FALSE(after(MakeBuffers(DType::kF32, 1, 1, 6, 8, false)));
+  EXPECT_FALSE(one_run(MakeBuffers(DType::kF32, 1, 3, 6, 64, false)));
+  EXPECT_FALSE(one_run(MakeBuffers(DType::kF32, 1, 1, 6, 8, false)));
   // One buffer (B, slots, KH, 20) whose halves are interleaved K and V of D = 10; then a gap
   // between a slot's heads (D = 8), a gap between K and V, V before K, or the heads apart
   // (head-major): not one forward run.
   const Tensor padded = Counting(DType::kF32, {1, 6, 3, 20}, 0);
-  EXPECT_TRUE(after(Halves(padded, 10, 10, true)));  // K 10, V 10 of 20: interleaved
-  EXPECT_FALSE(after(Halves(padded, 8, 8, true)));   // K 8, V 8 of 20 per head
-  EXPECT_FALSE(after(Halves(padded, 8, 10, true)));  // a gap between K and V
+  EXPECT_TRUE(one_run(Halves(padded, 10, 10, true)));  // K 10, V 10 of 20: interleaved
+  EXPECT_FALSE(one_run(Halves(padded, 8, 8, true)));   // K 8, V 8 of 20 per head
+  EXPECT_FALSE(one_run(Halves(padded, 8, 10, true)));  // a gap between K and V
   const Buffers swapped = Halves(padded, 10, 10, true);
-  EXPECT_FALSE(after(Buffers{swapped.v, swapped.k}));  // V's rows before K's
-  EXPECT_FALSE(after(Halves(Counting(DType::kF32, {1, 3, 6, 20}, 0), 10, 10, false)));
+  EXPECT_FALSE(one_run(Buffers{swapped.v, swapped.k}));  // V's rows before K's
+  EXPECT_FALSE(one_run(Halves(Counting(DType::kF32, {1, 3, 6, 20}, 0), 10, 10, false)));
   // Head-major with one head is the interleaved layout.
-  EXPECT_TRUE(after(Halves(Counting(DType::kF32, {2, 1, 6, 20}, 0), 10, 10, false)));
+  EXPECT_TRUE(one_run(Halves(Counting(DType::kF32, {2, 1, 6, 20}, 0), 10, 10, false)));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -332,7 +332,7 @@ constexpr int64_t kRowsPerStream = 24;
 // its steps front to back, so its streams run unbroken the length of its region as one
 // thread's do over the whole product (StreamRows); a thread whose region is done takes the
 // next steps of the others' (the threads' shares of the memory system differ from moment to
-// moment, and a static split would end each of a decode step's 73 products when the slower
+// moment, and a static split would end each of a decode step's products when the slower
 // thread did).
 // Why regions: the split this replaced let the threads claim 24-row-per-stream chunks of
 // the whole product in turn, so every thread's streams broke off every chunk (144 KiB with
@@ -371,6 +371,7 @@ void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, flo
     }
   });
 }
+
 // The batch form's chunks: six streams (GemvBatchRowsImpl) of 8 rows.
 constexpr int64_t kBatchChunkRows = 48;
 
