@@ -137,8 +137,9 @@ class SlotBuffers {
 // `interleaved`'s AppendInto took 1.19-1.21x its cached floor prefetching first against
 // 1.30-1.31x after (bench/cache_append_paired_benchmark, three alternating pairs of builds,
 // 2026-12-05), although the floor's plain copies there had been faster prefetching after in
-// two runs of three (2026-12-03): the step is not the floor's copy. Elsewhere (Intel, unmeasured) the prefetch goes first, as for every other
-// layout. Only the speed depends on it: the bytes written are the same.
+// two runs of three (2026-12-03): the step is not the floor's copy. Elsewhere (Intel,
+// unmeasured) the prefetch goes first, as for every other layout. Only the speed depends on
+// it: the bytes written are the same.
 bool PrefetchAfterOneRunPays();
 
 // The decode step's path is defined here, inline, so that KvCache::TryInPlaceStep compiles

@@ -84,44 +84,26 @@ void GemvFarRows(const float* w, const float* x, const int64_t* rows, int64_t co
   }
 }
 
-// Rows [begin, end) as kStreams long streams: the range is cut in kStreams parts and one row
-// of each is computed at a time, so the core reads that many far-apart regions front to
-// back; the rows left over (fewer than kStreams) one at a time.
-// Part j starts j rows into itself (and wraps to its first rows at the end): the parts of a
-// product are usually a multiple of 64 KiB apart (768 x 768 in four or eight parts: 576 or
-// 288 KiB), so unstaggered streams would read lines of the same second-level cache sets at
-// the same moment (a 512 KiB, 8-way cache repeats its sets every 64 KiB), and eight of them,
-// each with lines prefetched ahead, outnumber a set's ways. Zen 2 VM, eight streams, the
-// decode step's 768 x 768 products inside the 73 (one thread, 2026-12-04): staggered by 1,
-// 3, 5 or 11 rows 18.1-18.9 GB/s, by none 15.7 (as four streams), by 21 rows (63 KiB, almost
-// 64) 15.6.
-template <int kStreams>
-void StreamRows(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
-                float* y) {
-  const int64_t part = (end - begin) / kStreams;
-  // Row offsets within the parts, stepped and wrapped without a division: the 64-bit `%` per
-  // stream and row that this replaced held 0.9% of a generated token's samples on a Zen 2 VM
-  // (perf, one thread, 2026-12-04; BM_DecodeStepGemv 0.99x the time after, six pairs).
-  int64_t offset[kStreams];
-  for (int j = 0; j < kStreams; ++j) offset[j] = part > 0 ? j % part : 0;
-  for (int64_t i = 0; i < part; ++i) {
-    int64_t rows[kStreams];
-    for (int j = 0; j < kStreams; ++j) {
-      rows[j] = begin + j * part + offset[j];
-      offset[j] = offset[j] + 1 == part ? 0 : offset[j] + 1;
-    }
-    GemvFarRows<kStreams>(w, x, rows, cols, y);
-  }
-  for (int64_t r = begin + kStreams * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);
-}
-
-// The rows at offsets [t_begin, t_end) of a threaded product's region (GemvRegions): the
-// region starting at row `first` is cut in kStreams streams of stream_rows rows, offset t
-// of stream j its row (t + j) mod stream_rows (the staggering of StreamRows, which walks a
-// whole range the same way). One step of the region is such a range of offsets.
+// Rows at offsets [t_begin, t_end) of kStreams long streams: the rows from `first` are cut in
+// kStreams streams of stream_rows rows, and one row of each is computed at a time, so the core
+// reads that many far-apart regions front to back. A whole product on one thread walks every
+// offset (GemvRowsImpl); a threaded product's region is walked a step of offsets at a time
+// (GemvRegions).
+// Stream j starts j rows into itself (offset t is its row (t + j) mod stream_rows, wrapping to
+// its first rows at the end): the streams of a product are usually a multiple of 64 KiB apart
+// (768 x 768 in four or eight parts: 576 or 288 KiB), so unstaggered streams would read lines
+// of the same second-level cache sets at the same moment (a 512 KiB, 8-way cache repeats its
+// sets every 64 KiB), and eight of them, each with lines prefetched ahead, outnumber a set's
+// ways. Zen 2 VM, eight streams, the decode step's 768 x 768 products inside the 73 (one
+// thread, 2026-12-04): staggered by 1, 3, 5 or 11 rows 18.1-18.9 GB/s, by none 15.7 (as four
+// streams), by 21 rows (63 KiB, almost 64) 15.6.
+// REQUIRES: stream_rows >= 1.
 template <int kStreams>
 void RegionStep(const float* w, const float* x, int64_t first, int64_t stream_rows,
                 int64_t t_begin, int64_t t_end, int64_t cols, float* y) {
+  // Row offsets within the streams, stepped and wrapped without a division: the 64-bit `%`
+  // per stream and row that this replaced held 0.9% of a generated token's samples on a Zen 2
+  // VM (perf, one thread, 2026-12-04; BM_DecodeStepGemv 0.99x the time after, six pairs).
   int64_t offset[kStreams];
   for (int j = 0; j < kStreams; ++j) {
     offset[j] = t_begin + j % stream_rows;
@@ -138,7 +120,7 @@ void RegionStep(const float* w, const float* x, int64_t first, int64_t stream_ro
 }
 
 // RegionStep for `streams` (2, 4 or 8) streams, then rows [tail_begin, tail_end) one at a
-// time (a region's rows past its streams, in its last step).
+// time (the rows past the streams: after a whole product, or in a region's last step).
 void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t stream_rows,
                         int64_t t_begin, int64_t t_end, int64_t tail_begin, int64_t tail_end,
                         int64_t cols, float* y, int streams) {
@@ -154,7 +136,7 @@ void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t s
   for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, y);
 }
 
-// Rows [begin, end) as `streams` (2, 4 or 8) long streams (StreamRows). The product is
+// Rows [begin, end) as `streams` (2, 4 or 8) long streams (RegionStep). The product is
 // memory bound, and how it walks memory decides its speed. On a 50257 x 768 matrix, one core
 // of the 2-core AMD EPYC Zen 3 VM read 12-15 GB/s with four adjacent rows at a time (the
 // hardware prefetcher restarts a short stream every 3 KB row), 15-20 with eight adjacent
@@ -166,17 +148,14 @@ void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t s
 // sum of the same bytes 23.5-26.8. On a Zen 2 VM, whose one core read the weights 50% faster
 // in eight streams than front to back, four far-apart rows took the generation benchmark's
 // one-thread decode from 75-76% of its paired limit to 85-86% (two alternating pairs,
-// 2026-12-04); eight measured the same as four until the streams were staggered (StreamRows),
+// 2026-12-04); eight measured the same as four until the streams were staggered (RegionStep),
 // then faster. So `streams` is chosen per machine (GemvStreams in gemv.h).
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y, int streams) {
-  if (streams == 8) {
-    StreamRows<8>(w, x, begin, end, cols, y);
-  } else if (streams == 4) {
-    StreamRows<4>(w, x, begin, end, cols, y);
-  } else {
-    StreamRows<2>(w, x, begin, end, cols, y);
-  }
+  // Every offset of the streams at once, then the rows left over (fewer than `streams`).
+  const int64_t stream_rows = (end - begin) / streams;
+  GemvRegionStepImpl(w, x, begin, stream_rows, 0, stream_rows, begin + streams * stream_rows,
+                     end, cols, y, streams);
 }
 
 // The batch form (GemvBatch): m rows of x against the weights, which are read from memory
@@ -299,6 +278,12 @@ HWY_EXPORT(BatchLimitImpl);
 
 namespace {
 
+// How many of num_threads threads a product of `rows` rows runs on: at least 64 rows each
+// (fewer would cost a thread's hand-off more than its rows), at least one thread.
+int64_t ThreadsFor(int64_t rows, int num_threads) {
+  return std::min<int64_t>(num_threads, std::max<int64_t>(1, rows / 64));
+}
+
 // Runs run_rows(begin, end) over [0, rows), on up to num_threads threads: the batch form's
 // split (the one-row form's is GemvRegions). Several threads claim chunks of chunk_rows rows
 // in turn, not one static range each: the threads' shares of the
@@ -310,7 +295,7 @@ namespace {
 // the whole range.
 template <typename RunRows>
 void SplitRows(int64_t rows, int num_threads, int64_t chunk_rows, const RunRows& run_rows) {
-  const int64_t parts = std::min<int64_t>(num_threads, std::max<int64_t>(1, rows / 64));
+  const int64_t parts = ThreadsFor(rows, num_threads);
   if (parts <= 1) {
     run_rows(0, rows);
     return;
@@ -330,7 +315,7 @@ constexpr int64_t kRowsPerStream = 24;
 // A product on `parts` threads (2 <= parts <= rows / 64). Each thread owns a region, one
 // contiguous part of the rows, cut in `streams` streams (GemvRegionStepImpl), and claims
 // its steps front to back, so its streams run unbroken the length of its region as one
-// thread's do over the whole product (StreamRows); a thread whose region is done takes the
+// thread's do over the whole product (GemvRowsImpl); a thread whose region is done takes the
 // next steps of the others' (the threads' shares of the memory system differ from moment to
 // moment, and a static split would end each of a decode step's products when the slower
 // thread did).
@@ -435,7 +420,7 @@ void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols,
                      int num_threads, int streams) {
   KV_CHECK(std::find(std::begin(kStreamCounts), std::end(kStreamCounts), streams) !=
            std::end(kStreamCounts));
-  const int64_t parts = std::min<int64_t>(num_threads, rows / 64);
+  const int64_t parts = ThreadsFor(rows, num_threads);
   if (parts <= 1) {
     HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, streams);
     return;

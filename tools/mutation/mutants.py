@@ -341,8 +341,8 @@ MUTANTS = [
     (
         'gemv_leftover_rows',
         'src/model/gemv.cc',
-        'for (int64_t r = begin + kStreams * part; r < end; ++r) GemvOneRow(w, x, r, cols, y);',
-        'for (int64_t r = begin + kStreams * part; r + 1 < end; ++r) GemvOneRow(w, x, r, cols, y);',
+        'for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, y);',
+        'for (int64_t r = tail_begin; r + 1 < tail_end; ++r) GemvOneRow(w, x, r, cols, y);',
         'gemv drops last leftover row',
     ),
     (
@@ -1060,8 +1060,8 @@ MUTANTS = [
     (
         'gemv_stream_stagger_unwrapped',
         'src/model/gemv.cc',
-        'for (int j = 0; j < kStreams; ++j) offset[j] = part > 0 ? j % part : 0;',
-        'for (int j = 0; j < kStreams; ++j) offset[j] = j;',
+        'offset[j] = t_begin + j % stream_rows;',
+        'offset[j] = t_begin + j;',
         'stream stagger not wrapped into parts shorter than the stream count (rows skipped or read twice, past the end)',
     ),
     # KILLED: gemv_test's bitwise laws (streams 2/4/8 and GemvBatch vs Gemv): with cols a multiple
