@@ -79,7 +79,7 @@ void BM_DecodeStepGemv(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
   state.counters["floor_GB/s"] = floor / 1e9;
   state.counters["bytes"] = static_cast<double>(bytes);
-  state.counters["streams"] = model::GemvStreams();  // as chosen by the first step's head
+  state.counters["streams"] = model::GemvStreams(threads);  // as the first step's head chose
 }
 BENCHMARK(BM_DecodeStepGemv)
     ->Arg(1)

@@ -251,11 +251,12 @@ int Run() {
       std::printf(" %s %.0f%%", name.c_str(), 100.0 * rate / limit);
     }
     std::printf("\n");
+    // The GEMV's row streams per thread (model::GemvStreams: chosen by timing 2, 4 and 8 on
+    // the first large product on this many threads), which move its speed by up to a fifth
+    // between machines and thread counts.
+    std::printf("threads %d: gemv streams %d\n", threads, model::GemvStreams(threads));
     std::fflush(stdout);
   }
-  // The GEMV's row streams (model::GemvStreams: chosen by timing 2, 4 and 8 on the first
-  // large product), which move its speed by up to a fifth between machines.
-  std::printf("gemv streams: %d\n", model::GemvStreams());
   std::printf("%s\n", all_equal ? "all runs produced the same tokens" : "TOKENS DIFFER");
   return all_equal ? 0 : 1;
 }

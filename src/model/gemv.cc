@@ -149,7 +149,7 @@ void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t s
 // in eight streams than front to back, four far-apart rows took the generation benchmark's
 // one-thread decode from 75-76% of its paired limit to 85-86% (two alternating pairs,
 // 2026-12-04); eight measured the same as four until the streams were staggered (RegionStep),
-// then faster. So `streams` is chosen per machine (GemvStreams in gemv.h).
+// then faster. So `streams` is chosen per machine and thread count (GemvStreams in gemv.h).
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
                   float* y, int streams) {
   // Every offset of the streams at once, then the rows left over (fewer than `streams`).
@@ -364,55 +364,93 @@ constexpr int64_t kBatchChunkRows = 48;
 
 namespace {
 
-// The stream counts GemvRowsImpl takes, which TimeStreams times.
+// The stream counts GemvRowsImpl and GemvRegions take, which TimeStreams times.
 constexpr int kStreamCounts[] = {2, 4, 8};
 constexpr int kStreamCountsSize = static_cast<int>(std::size(kStreamCounts));
+constexpr int kMaxThreads = 256;
 
-// GemvStreams' choice: 0 before it is made, -1 while one thread times them, else one of
-// kStreamCounts.
-std::atomic<int> chosen_streams{0};
+// GemvStreams' choice for products on t threads, chosen_streams[t]: 0 before it is made, -1
+// while one thread times them, else one of kStreamCounts. One per thread count: the best
+// count on one core is not the best on two. On the Zen 4 VM (2026-12-05, a throwaway program
+// timing the decode step's 49 products beside a two-thread pass over the same arena, 20-40
+// alternating rounds, eleven runs): two threads read as fast as the pass with 2, 4 or 8
+// streams each while the VM's memory ran at 33-37 GB/s, but at 58-63 GB/s, its fast state,
+// 98-100% of the pass with 2 streams each, 95-97% with 4 and 86-87% with 8 (16 streams in
+// flight across the two cores); one thread, at 31-33 GB/s, 99-102% with 2, 97-99% with 4,
+// 85-89% with 8.
+std::atomic<int> chosen_streams[kMaxThreads + 1];
 // A product this large reads its weights from memory (more than any last-level cache of the
 // machines measured), as a decode step's do.
 constexpr int64_t kCalibrationBytes = int64_t{64} << 20;
+// More streams must be this much faster to be chosen over fewer (the fewer, the fewer
+// concurrent streams the memory system juggles when other cores read too).
+constexpr double kMoreStreamsMargin = 0.03;
 
-// Times each stream count on this product, single-threaded, three rounds in alternating
-// order, and returns the fastest (best of its rounds). Writes y (the same bits every time).
-int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
-  double best[kStreamCountsSize];
-  std::fill(best, best + kStreamCountsSize, 1e300);
-  for (int round = 0; round < 3; ++round) {
+void RunProduct(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+                int64_t parts, int streams) {
+  if (parts <= 1) {
+    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, streams);
+  } else {
+    GemvRegions(w, x, rows, cols, y, parts, streams);
+  }
+}
+
+// Times each stream count on this product, on `parts` threads, in seven rounds of
+// alternating order, and returns the fewest streams whose time relative to the fewest's in
+// the same round has a median within kMoreStreamsMargin of the best such median. Ratios
+// within a round, because a VM's bandwidth jumps by tens of percent from second to second;
+// the median, because one round can still straddle a jump. (On the Zen 4 VM the best of
+// three rounds chose 4 streams on some starts where 2 read 1-3% faster over many rounds, and
+// 5-14% faster on two threads in the VM's fast state.) Writes y (the same bits every time).
+int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+                int64_t parts) {
+  constexpr int kRounds = 7;
+  double relative[kStreamCountsSize][kRounds];
+  for (int round = 0; round < kRounds; ++round) {
+    double seconds[kStreamCountsSize];
     for (int i = 0; i < kStreamCountsSize; ++i) {
       const int which = (round % 2 == 0) ? i : kStreamCountsSize - 1 - i;
       const auto start = std::chrono::steady_clock::now();
-      HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, kStreamCounts[which]);
-      const double seconds =
+      RunProduct(w, x, rows, cols, y, parts, kStreamCounts[which]);
+      seconds[which] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      best[which] = std::min(best[which], seconds);
     }
+    for (int i = 0; i < kStreamCountsSize; ++i) relative[i][round] = seconds[i] / seconds[0];
   }
-  return kStreamCounts[std::min_element(best, best + kStreamCountsSize) - best];
+  double median[kStreamCountsSize];
+  for (int i = 0; i < kStreamCountsSize; ++i) {
+    std::sort(relative[i], relative[i] + kRounds);
+    median[i] = relative[i][kRounds / 2];
+  }
+  const double fastest = *std::min_element(median, median + kStreamCountsSize);
+  int i = 0;
+  while (median[i] > fastest * (1 + kMoreStreamsMargin)) ++i;
+  return kStreamCounts[i];
 }
 
-// The stream count for this call: the choice, once made; else 2, except that the first call
-// of at least kCalibrationBytes makes it.
-int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, float* y) {
-  int state = chosen_streams.load(std::memory_order_relaxed);
+// The stream count for this call on `parts` threads: the choice for that many, once made;
+// else 2, except that the first call of at least kCalibrationBytes makes it.
+int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
+               int64_t parts) {
+  std::atomic<int>& chosen = chosen_streams[parts];
+  int state = chosen.load(std::memory_order_relaxed);
   if (state > 0) return state;
   if (state < 0 || rows * cols * static_cast<int64_t>(sizeof(float)) < kCalibrationBytes) {
     return 2;
   }
-  if (!chosen_streams.compare_exchange_strong(state, -1, std::memory_order_relaxed)) {
+  if (!chosen.compare_exchange_strong(state, -1, std::memory_order_relaxed)) {
     return state > 0 ? state : 2;
   }
-  const int streams = TimeStreams(w, x, rows, cols, y);
-  chosen_streams.store(streams, std::memory_order_relaxed);
+  const int streams = TimeStreams(w, x, rows, cols, y, parts);
+  chosen.store(streams, std::memory_order_relaxed);
   return streams;
 }
 
 }  // namespace
 
-int GemvStreams() {
-  const int state = chosen_streams.load(std::memory_order_relaxed);
+int GemvStreams(int num_threads) {
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
+  const int state = chosen_streams[num_threads].load(std::memory_order_relaxed);
   return state > 0 ? state : 0;
 }
 
@@ -420,16 +458,14 @@ void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols,
                      int num_threads, int streams) {
   KV_CHECK(std::find(std::begin(kStreamCounts), std::end(kStreamCounts), streams) !=
            std::end(kStreamCounts));
-  const int64_t parts = ThreadsFor(rows, num_threads);
-  if (parts <= 1) {
-    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, streams);
-    return;
-  }
-  GemvRegions(w, x, rows, cols, y, parts, streams);
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
+  RunProduct(w, x, rows, cols, y, ThreadsFor(rows, num_threads), streams);
 }
 
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
-  GemvWithStreams(w, x, rows, cols, y, num_threads, StreamsFor(w, x, rows, cols, y));
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
+  const int64_t parts = ThreadsFor(rows, num_threads);
+  RunProduct(w, x, rows, cols, y, parts, StreamsFor(w, x, rows, cols, y, parts));
 }
 
 int64_t GemvBatchLimit() { return HWY_DYNAMIC_DISPATCH(BatchLimitImpl)(); }

@@ -18,14 +18,18 @@ namespace kvcheck::model {
 
 // REQUIRES: 1 <= num_threads <= 256.
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
-// How many far-apart rows Gemv reads at a time, each a front-to-back stream: 2, 4 or 8, or 0
-// while not yet chosen. Which is fastest depends on the machine (on a Zen 2 VM four gave 15-23%
-// more tokens per second than two, and eight took the step's products 0.90x the time of four;
-// on a Zen 4 VM two read the weights as fast or faster, gemv.cc), so the process's first
-// product of at least 64 MiB of weights times each (three rounds, one thread, about nine
-// extra products, once) and keeps the fastest; until then Gemv reads two. Every row's bits
-// are the same whichever.
-int GemvStreams();
+// How many far-apart rows each thread of a Gemv on num_threads threads reads at a time, each
+// a front-to-back stream: 2, 4 or 8, or 0 while not yet chosen for that many threads. Which
+// is fastest depends on the machine and on how many cores read at once (on a Zen 2 VM four
+// gave one thread 15-23% more tokens per second than two, and eight took the step's products
+// 0.90x the time of four; on a Zen 4 VM two read the weights as fast or faster, and on two
+// threads in the VM's fast memory state 3-5% faster than four and 14% faster than eight,
+// gemv.cc), so the process's first product of at least 64 MiB of weights on a given number
+// of threads times each there (seven rounds, about twenty extra products, once per thread
+// count) and keeps the fewest streams within 3% of the fastest; until then Gemv reads two.
+// Every row's bits are the same whichever.
+// REQUIRES: 1 <= num_threads <= 256 (checked).
+int GemvStreams(int num_threads);
 // Gemv with a given number of streams (2, 4 or 8, checked), for tests and benchmarks.
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
                      int num_threads, int streams);

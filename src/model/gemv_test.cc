@@ -114,11 +114,13 @@ void CheckBatchEqualsGemvPerRow(const char* target) {
   }
 }
 
-// The first product of at least 64 MiB of weights chooses the stream count (2, 4 or 8) and
-// returns the same bits as any; the products before it (the other tests' are all smaller)
-// leave it unchosen.
-TEST(GemvTest, FirstLargeProductChoosesTheStreams) {
-  EXPECT_EQ(GemvStreams(), 0);
+// The first product of at least 64 MiB of weights on a given number of threads chooses the
+// stream count (2, 4 or 8) for that many, and returns the same bits as any; the products
+// before it (the other tests' are all smaller) leave it unchosen, and so does a large product
+// on another number of threads.
+TEST(GemvTest, FirstLargeProductChoosesTheStreamsPerThreadCount) {
+  EXPECT_EQ(GemvStreams(1), 0);
+  EXPECT_EQ(GemvStreams(2), 0);
   constexpr int64_t rows = 4096, cols = 4096;  // 64 MiB
   uint64_t state = 99;
   std::vector<float> w(rows * cols), x(cols);
@@ -126,16 +128,25 @@ TEST(GemvTest, FirstLargeProductChoosesTheStreams) {
   for (float& v : x) v = NextValue(state);
   std::vector<float> small(3, NAN);
   Gemv(w.data(), x.data(), 3, cols, small.data(), 1);  // 48 KiB: too small to choose
-  EXPECT_EQ(GemvStreams(), 0);
+  EXPECT_EQ(GemvStreams(1), 0);
   std::vector<float> y(rows, NAN), expected(rows, NAN);
-  Gemv(w.data(), x.data(), rows, cols, y.data(), 1);
-  const int streams = GemvStreams();
-  EXPECT_TRUE(streams == 2 || streams == 4 || streams == 8) << streams;
   GemvWithStreams(w.data(), x.data(), rows, cols, expected.data(), 2, 2);
+  Gemv(w.data(), x.data(), rows, cols, y.data(), 1);
+  const int one = GemvStreams(1);
+  EXPECT_TRUE(one == 2 || one == 4 || one == 8) << one;
+  EXPECT_EQ(GemvStreams(2), 0);  // one thread's choice is not two threads'
+  for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], expected[r]) << "row " << r;
+  std::fill(y.begin(), y.end(), NAN);
+  Gemv(w.data(), x.data(), rows, cols, y.data(), 2);
+  const int two = GemvStreams(2);
+  EXPECT_TRUE(two == 2 || two == 4 || two == 8) << two;
   for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], expected[r]) << "row " << r;
   Gemv(w.data(), x.data(), rows, cols, y.data(), 2);  // chosen once: the same after
-  EXPECT_EQ(GemvStreams(), streams);
+  Gemv(w.data(), x.data(), rows, cols, y.data(), 1);
+  EXPECT_EQ(GemvStreams(1), one);
+  EXPECT_EQ(GemvStreams(2), two);
   for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], expected[r]) << "row " << r;
+  EXPECT_EQ(GemvStreams(3), 0);
 }
 
 }  // namespace
