@@ -15,7 +15,7 @@ namespace {
 // A [S, heads, D] row-major buffer as the (1, heads, S, D) tensor attention and caches take:
 // a transposed (non-contiguous) view of a new contiguous tensor.
 absl::StatusOr<Tensor> HeadsView(const float* data, int64_t S, int64_t heads, int64_t D) {
-  KV_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(DType::kF32, {1, S, heads, D}));
+  KV_ASSIGN_OR_RETURN(Tensor t, Tensor::Uninitialized(DType::kF32, {1, S, heads, D}));
   std::copy(data, data + S * heads * D, t.data<float>());
   return Transpose(t, 1, 2);
 }

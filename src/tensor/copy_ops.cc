@@ -45,7 +45,8 @@ void CopyElements(const Tensor& src, const Tensor& dst) {
 
 absl::StatusOr<Tensor> Contiguous(const Tensor& tensor) {
   if (tensor.is_contiguous()) return tensor;
-  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Zeros(tensor.dtype(), tensor.shape()));
+  // Every element is written by the copy: no zero fill first.
+  KV_ASSIGN_OR_RETURN(Tensor copy, Tensor::Uninitialized(tensor.dtype(), tensor.shape()));
   KV_RETURN_IF_ERROR(CopyInto(copy, tensor));
   return copy;
 }
@@ -87,7 +88,9 @@ absl::StatusOr<Tensor> Cat(absl::Span<const Tensor> tensors, int dim) {
   }
   Dims shape = first.shape();
   shape[dim] = joined;
-  KV_ASSIGN_OR_RETURN(Tensor result, Tensor::Zeros(first.dtype(), shape));
+  // The inputs cover every index of `dim`, so the copies write every element: no zero fill
+  // first (a concat cache's Cat of its whole K and V each step wrote them twice).
+  KV_ASSIGN_OR_RETURN(Tensor result, Tensor::Uninitialized(first.dtype(), shape));
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     if (t.num_elements() > 0) {
@@ -150,8 +153,8 @@ absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
 }
 
 absl::StatusOr<Tensor> Cast(const Tensor& tensor, DType dtype) {
-  KV_ASSIGN_OR_RETURN(Tensor result, Tensor::Zeros(dtype, tensor.shape()));
-  if (tensor.num_elements() > 0) CopyElements(tensor, result);
+  KV_ASSIGN_OR_RETURN(Tensor result, Tensor::Uninitialized(dtype, tensor.shape()));
+  if (tensor.num_elements() > 0) CopyElements(tensor, result);  // every element
   return result;
 }
 

@@ -80,8 +80,8 @@ Tensor Tensor::DeepCopy() const {
     return Tensor(dtype_, *std::move(storage), layout_);
   }
   // A non-empty shape's row-major strides are at most its element count: they fit.
-  Tensor copy = *Tensor::Zeros(dtype_, shape());
-  if (num_elements() > 0) {
+  Tensor copy = *Tensor::Uninitialized(dtype_, shape());
+  if (num_elements() > 0) {  // every element: no zero fill first
     CopyStridedBytes(storage_->bytes(), layout_, copy.storage_->bytes(), copy.layout_,
                      DTypeSize(dtype_));
   }
