@@ -24,31 +24,35 @@ namespace kvcheck::model {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Dot product of one row with x into y: lane-wise over k, then across lanes, then the tail.
-// Every row's sum is computed in this order, alone or beside others (GemvFarRows, and the
-// batch form's six rows), so a row's bits do not depend on how the rows were grouped or split
-// over threads.
+// Dot product of one row with x into y: lane-wise over k, then across lanes, then the tail,
+// then the row's bias if there is one (`bias` null: none). Every row's sum is computed in this
+// order, alone or beside others (GemvFarRows, and the batch form's six rows), so a row's bits
+// do not depend on how the rows were grouped or split over threads; and the bias is added to
+// the rounded sum, so they are those of the product followed by a separate bias add.
 HWY_INLINE float RowTimesX(const float* row, const float* x, int64_t k_end, int64_t cols,
-                           float lanes_sum) {
+                           float lanes_sum, const float* bias, int64_t r) {
   for (int64_t t = k_end; t < cols; ++t) lanes_sum += row[t] * x[t];
-  return lanes_sum;
+  // Not `+ 0` without a bias: that would turn a -0 sum into +0.
+  return bias != nullptr ? lanes_sum + bias[r] : lanes_sum;
 }
 
-void GemvOneRow(const float* w, const float* x, int64_t r, int64_t cols, float* y) {
+void GemvOneRow(const float* w, const float* x, int64_t r, int64_t cols, const float* bias,
+                float* y) {
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const float* row = w + r * cols;
   auto acc = hn::Zero(d);
   int64_t k = 0;
   for (; k + N <= cols; k += N) acc = hn::MulAdd(hn::LoadU(d, row + k), hn::LoadU(d, x + k), acc);
-  y[r] = RowTimesX(row, x, k, cols, hn::GetLane(hn::SumOfLanes(d, acc)));
+  y[r] = RowTimesX(row, x, k, cols, hn::GetLane(hn::SumOfLanes(d, acc)), bias, r);
 }
 
 // Rows rows[0..kRows) (2, 4 or 8), sharing each load of x. Named accumulators (GCC kept an
 // array of Highway vectors on the stack, and every multiply-add then waited on a store and a
 // reload); the smaller forms never touch the accumulators past kRows.
 template <int kRows>
-void GemvFarRows(const float* w, const float* x, const int64_t* rows, int64_t cols, float* y) {
+void GemvFarRows(const float* w, const float* x, const int64_t* rows, int64_t cols,
+                 const float* bias, float* y) {
   static_assert(kRows == 2 || kRows == 4 || kRows == 8, "two, four or eight streams");
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -74,7 +78,7 @@ void GemvFarRows(const float* w, const float* x, const int64_t* rows, int64_t co
     }
   }
   const auto finish = [&](int i, const float* r, hn::Vec<decltype(d)> a) {
-    y[rows[i]] = RowTimesX(r, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a)));
+    y[rows[i]] = RowTimesX(r, x, k, cols, hn::GetLane(hn::SumOfLanes(d, a)), bias, rows[i]);
   };
   finish(0, r0, a0);
   finish(1, r1, a1);
@@ -100,7 +104,7 @@ void GemvFarRows(const float* w, const float* x, const int64_t* rows, int64_t co
 // REQUIRES: stream_rows >= 1.
 template <int kStreams>
 void RegionStep(const float* w, const float* x, int64_t first, int64_t stream_rows,
-                int64_t t_begin, int64_t t_end, int64_t cols, float* y) {
+                int64_t t_begin, int64_t t_end, int64_t cols, const float* bias, float* y) {
   // Row offsets within the streams, stepped and wrapped without a division: the 64-bit `%`
   // per stream and row that this replaced held 0.9% of a generated token's samples on a Zen 2
   // VM (perf, one thread, 2026-12-04; BM_DecodeStepGemv 0.99x the time after, six pairs).
@@ -115,7 +119,7 @@ void RegionStep(const float* w, const float* x, int64_t first, int64_t stream_ro
       rows[j] = first + j * stream_rows + offset[j];
       offset[j] = offset[j] + 1 == stream_rows ? 0 : offset[j] + 1;
     }
-    GemvFarRows<kStreams>(w, x, rows, cols, y);
+    GemvFarRows<kStreams>(w, x, rows, cols, bias, y);
   }
 }
 
@@ -123,17 +127,17 @@ void RegionStep(const float* w, const float* x, int64_t first, int64_t stream_ro
 // time (the rows past the streams: after a whole product, or in a region's last step).
 void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t stream_rows,
                         int64_t t_begin, int64_t t_end, int64_t tail_begin, int64_t tail_end,
-                        int64_t cols, float* y, int streams) {
+                        int64_t cols, const float* bias, float* y, int streams) {
   if (t_begin < t_end) {
     if (streams == 8) {
-      RegionStep<8>(w, x, first, stream_rows, t_begin, t_end, cols, y);
+      RegionStep<8>(w, x, first, stream_rows, t_begin, t_end, cols, bias, y);
     } else if (streams == 4) {
-      RegionStep<4>(w, x, first, stream_rows, t_begin, t_end, cols, y);
+      RegionStep<4>(w, x, first, stream_rows, t_begin, t_end, cols, bias, y);
     } else {
-      RegionStep<2>(w, x, first, stream_rows, t_begin, t_end, cols, y);
+      RegionStep<2>(w, x, first, stream_rows, t_begin, t_end, cols, bias, y);
     }
   }
-  for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, y);
+  for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, bias, y);
 }
 
 // Rows [begin, end) as `streams` (2, 4 or 8) long streams (RegionStep). The product is
@@ -151,11 +155,11 @@ void GemvRegionStepImpl(const float* w, const float* x, int64_t first, int64_t s
 // 2026-12-04); eight measured the same as four until the streams were staggered (RegionStep),
 // then faster. So `streams` is chosen per machine and thread count (GemvStreams in gemv.h).
 void GemvRowsImpl(const float* w, const float* x, int64_t begin, int64_t end, int64_t cols,
-                  float* y, int streams) {
+                  const float* bias, float* y, int streams) {
   // Every offset of the streams at once, then the rows left over (fewer than `streams`).
   const int64_t stream_rows = (end - begin) / streams;
   GemvRegionStepImpl(w, x, begin, stream_rows, 0, stream_rows, begin + streams * stream_rows,
-                     end, cols, y, streams);
+                     end, cols, bias, y, streams);
 }
 
 // The batch form (GemvBatch): m rows of x against the weights, which are read from memory
@@ -215,7 +219,7 @@ HWY_INLINE void SixRowsGroupBlock(D d, const float* const* weight_rows, const fl
 
 // Rows first + i * stride, i = 0..5, against x rows [0, m): y[j * y_stride + row] for each.
 void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, int64_t stride,
-                      int64_t cols, int64_t y_stride, float* y) {
+                      int64_t cols, const float* bias, int64_t y_stride, float* y) {
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const float* weight_rows[6];
@@ -239,7 +243,8 @@ void GemvSixRowsBatch(const float* w, const float* x, int64_t m, int64_t first, 
     for (int i = 0; i < 6; ++i) {
       const auto a = hn::Load(d, acc + (j * 6 + i) * N);
       y[j * y_stride + first + i * stride] =
-          RowTimesX(weight_rows[i], x + j * cols, k_end, cols, hn::GetLane(hn::SumOfLanes(d, a)));
+          RowTimesX(weight_rows[i], x + j * cols, k_end, cols, hn::GetLane(hn::SumOfLanes(d, a)),
+                    bias, first + i * stride);
     }
   }
 }
@@ -254,13 +259,13 @@ int64_t BatchLimitImpl() { return kGroup == 4 ? kGemvMaxBatch : 16; }
 
 // Rows [begin, end) against x rows [0, m), as GemvRowsImpl walks them.
 void GemvBatchRowsImpl(const float* w, const float* x, int64_t m, int64_t begin, int64_t end,
-                       int64_t cols, int64_t y_stride, float* y) {
+                       int64_t cols, const float* bias, int64_t y_stride, float* y) {
   const int64_t part = (end - begin) / 6;
   for (int64_t i = 0; i < part; ++i) {
-    GemvSixRowsBatch(w, x, m, begin + i, part, cols, y_stride, y);
+    GemvSixRowsBatch(w, x, m, begin + i, part, cols, bias, y_stride, y);
   }
   for (int64_t r = begin + 6 * part; r < end; ++r) {
-    for (int64_t j = 0; j < m; ++j) GemvOneRow(w, x + j * cols, r, cols, y + j * y_stride);
+    for (int64_t j = 0; j < m; ++j) GemvOneRow(w, x + j * cols, r, cols, bias, y + j * y_stride);
   }
 }
 
@@ -326,8 +331,8 @@ constexpr int64_t kRowsPerStream = 24;
 // alternating pairs of runs) two-thread generation read 77-93% of its paired limit that way
 // (median 81%) and 84-94% with regions (median 88.5%), more in all six comparisons; the
 // race before it had four strategies of five at 75-76% (one thread 93-96%).
-void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-                 int64_t parts, int streams) {
+void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, const float* bias,
+                 float* y, int64_t parts, int streams) {
   struct alignas(64) Region {  // one cache line each: the owner's claims stay local
     int64_t first = 0, end = 0, stream_rows = 0, steps = 0;
     std::atomic<int64_t> next_step{0};
@@ -351,7 +356,7 @@ void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, flo
         HWY_DYNAMIC_DISPATCH(GemvRegionStepImpl)(
             w, x, region.first, region.stream_rows, t_begin, t_end,
             last ? region.first + streams * region.stream_rows : 0, last ? region.end : 0, cols,
-            y, streams);
+            bias, y, streams);
       }
     }
   });
@@ -386,12 +391,12 @@ constexpr int64_t kCalibrationBytes = int64_t{64} << 20;
 // concurrent streams the memory system juggles when other cores read too).
 constexpr double kMoreStreamsMargin = 0.03;
 
-void RunProduct(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-                int64_t parts, int streams) {
+void RunProduct(const float* w, const float* x, int64_t rows, int64_t cols, const float* bias,
+                float* y, int64_t parts, int streams) {
   if (parts <= 1) {
-    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, y, streams);
+    HWY_DYNAMIC_DISPATCH(GemvRowsImpl)(w, x, 0, rows, cols, bias, y, streams);
   } else {
-    GemvRegions(w, x, rows, cols, y, parts, streams);
+    GemvRegions(w, x, rows, cols, bias, y, parts, streams);
   }
 }
 
@@ -402,8 +407,8 @@ void RunProduct(const float* w, const float* x, int64_t rows, int64_t cols, floa
 // the median, because one round can still straddle a jump. (On the Zen 4 VM the best of
 // three rounds chose 4 streams on some starts where 2 read 1-3% faster over many rounds, and
 // 5-14% faster on two threads in the VM's fast state.) Writes y (the same bits every time).
-int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-                int64_t parts) {
+int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, const float* bias,
+                float* y, int64_t parts) {
   constexpr int kRounds = 7;
   double relative[kStreamCountsSize][kRounds];
   for (int round = 0; round < kRounds; ++round) {
@@ -411,7 +416,7 @@ int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, floa
     for (int i = 0; i < kStreamCountsSize; ++i) {
       const int which = (round % 2 == 0) ? i : kStreamCountsSize - 1 - i;
       const auto start = std::chrono::steady_clock::now();
-      RunProduct(w, x, rows, cols, y, parts, kStreamCounts[which]);
+      RunProduct(w, x, rows, cols, bias, y, parts, kStreamCounts[which]);
       seconds[which] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
@@ -430,8 +435,8 @@ int TimeStreams(const float* w, const float* x, int64_t rows, int64_t cols, floa
 
 // The stream count for this call on `parts` threads: the choice for that many, once made;
 // else 2, except that the first call of at least kCalibrationBytes makes it.
-int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-               int64_t parts) {
+int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, const float* bias,
+               float* y, int64_t parts) {
   std::atomic<int>& chosen = chosen_streams[parts];
   int state = chosen.load(std::memory_order_relaxed);
   if (state > 0) return state;
@@ -441,7 +446,7 @@ int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, float
   if (!chosen.compare_exchange_strong(state, -1, std::memory_order_relaxed)) {
     return state > 0 ? state : 2;
   }
-  const int streams = TimeStreams(w, x, rows, cols, y, parts);
+  const int streams = TimeStreams(w, x, rows, cols, bias, y, parts);
   chosen.store(streams, std::memory_order_relaxed);
   return streams;
 }
@@ -455,30 +460,31 @@ int GemvStreams(int num_threads) {
 }
 
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-                     int num_threads, int streams) {
+                     int num_threads, int streams, const float* bias) {
   KV_CHECK(std::find(std::begin(kStreamCounts), std::end(kStreamCounts), streams) !=
            std::end(kStreamCounts));
   KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
-  RunProduct(w, x, rows, cols, y, ThreadsFor(rows, num_threads), streams);
+  RunProduct(w, x, rows, cols, bias, y, ThreadsFor(rows, num_threads), streams);
 }
 
-void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads) {
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads,
+          const float* bias) {
   KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
   const int64_t parts = ThreadsFor(rows, num_threads);
-  RunProduct(w, x, rows, cols, y, parts, StreamsFor(w, x, rows, cols, y, parts));
+  RunProduct(w, x, rows, cols, bias, y, parts, StreamsFor(w, x, rows, cols, bias, y, parts));
 }
 
 int64_t GemvBatchLimit() { return HWY_DYNAMIC_DISPATCH(BatchLimitImpl)(); }
 
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
-               int num_threads) {
+               int num_threads, const float* bias) {
   KV_CHECK(m >= 1 && m <= kGemvMaxBatch);  // the accumulators are a stack array of that size
   if (m == 1) {
-    Gemv(w, x, rows, cols, y, num_threads);
+    Gemv(w, x, rows, cols, y, num_threads, bias);
     return;
   }
   SplitRows(rows, num_threads, kBatchChunkRows, [&](int64_t begin, int64_t end) {
-    HWY_DYNAMIC_DISPATCH(GemvBatchRowsImpl)(w, x, m, begin, end, cols, rows, y);
+    HWY_DYNAMIC_DISPATCH(GemvBatchRowsImpl)(w, x, m, begin, end, cols, bias, rows, y);
   });
 }
 

@@ -16,8 +16,12 @@
 
 namespace kvcheck::model {
 
-// REQUIRES: 1 <= num_threads <= 256.
-void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads);
+// With `bias` (rows floats), y[n] = that sum + bias[n]: the bits of the product followed by a
+// separate add, each thread adding its own rows' (a separate pass after a threaded product
+// read half of y from the other core's cache).
+// REQUIRES: 1 <= num_threads <= 256 (checked).
+void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads,
+          const float* bias = nullptr);
 // How many far-apart rows each thread of a Gemv on num_threads threads reads at a time, each
 // a front-to-back stream: 2, 4 or 8, or 0 while not yet chosen for that many threads. Which
 // is fastest depends on the machine and on how many cores read at once (on a Zen 2 VM four
@@ -32,7 +36,7 @@ void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, 
 int GemvStreams(int num_threads);
 // Gemv with a given number of streams (2, 4 or 8, checked), for tests and benchmarks.
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
-                     int num_threads, int streams);
+                     int num_threads, int streams, const float* bias = nullptr);
 void GemvScalar(const float* w, const float* x, int64_t rows, int64_t cols, float* y);
 
 // The most rows of x GemvBatch takes in one call.
@@ -43,7 +47,7 @@ inline constexpr int64_t kGemvMaxBatch = 32;
 // module's threads, and row j of y is bitwise Gemv's of row j of x.
 // REQUIRES: 1 <= m <= kGemvMaxBatch (checked), 1 <= num_threads <= 256.
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
-               int num_threads);
+               int num_threads, const float* bias = nullptr);
 // The batch size up to which GemvBatch beats OpenBLAS sgemm on the SIMD target Highway picked
 // (model::Linear switches there): kGemvMaxBatch with AVX-512's 32 registers, 16 otherwise.
 int64_t GemvBatchLimit();

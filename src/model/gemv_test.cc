@@ -3,8 +3,8 @@
 // summation order), on shapes around vector widths and the row streams (2, 4 or 8), with
 // 1..3 threads (1003 rows: each thread's region takes several steps and has rows past its
 // streams); the same bits for a row whatever the thread count and the number of row streams;
-// the streams chosen by the first large product; and GemvBatch's rows the same bits as
-// Gemv's.
+// the streams chosen by the first large product (per thread count); GemvBatch's rows the
+// same bits as Gemv's; and a bias the same bits as an add after the product.
 #include "src/model/gemv.h"
 
 #include <cmath>
@@ -107,6 +107,52 @@ void CheckBatchEqualsGemvPerRow(const char* target) {
           for (int64_t i = 0; i < m * rows; ++i) {
             ASSERT_EQ(y[i], expected[i]) << rows << "x" << cols << " m " << m << " threads "
                                          << threads << " x row " << i / rows << " row " << i % rows;
+          }
+        }
+      }
+    }
+  }
+}
+
+// With a bias, every output is bit for bit the product's then a separate add of its bias (as
+// Linear did after the product before the GEMV took the bias), for the one-row form on any
+// thread and stream count and for the batch form, on every SIMD target (a -0 bias included).
+void CheckBiasIsTheProductThenAnAdd(const char* target);
+
+TEST(GemvTest, BiasIsTheProductThenAnAddBitForBitOnEverySimdTarget) {
+  ForEachSimdTarget(CheckBiasIsTheProductThenAnAdd);
+}
+
+void CheckBiasIsTheProductThenAnAdd(const char* target) {
+  SCOPED_TRACE(target);
+  uint64_t state = 4242;
+  for (int64_t rows : {1, 6, 7, 65, 130, 1003}) {
+    for (int64_t cols : {1, 9, 17, 513}) {
+      std::vector<float> w(rows * cols), x(kGemvMaxBatch * cols), bias(rows);
+      for (float& v : w) v = NextValue(state);
+      for (float& v : x) v = NextValue(state);
+      for (float& v : bias) v = NextValue(state);
+      bias[0] = -0.0f;
+      std::vector<float> expected(kGemvMaxBatch * rows, NAN);
+      for (int64_t j = 0; j < kGemvMaxBatch; ++j) {
+        Gemv(w.data(), x.data() + j * cols, rows, cols, expected.data() + j * rows, 1);
+        for (int64_t r = 0; r < rows; ++r) expected[j * rows + r] += bias[r];
+      }
+      for (int threads : {1, 2, 3}) {
+        for (int streams : {2, 4, 8}) {
+          std::vector<float> y(rows, NAN);
+          GemvWithStreams(w.data(), x.data(), rows, cols, y.data(), threads, streams, bias.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y[r], expected[r])
+                << rows << "x" << cols << " threads " << threads << " streams " << streams;
+          }
+        }
+        for (int64_t m : {int64_t{2}, int64_t{5}, kGemvMaxBatch}) {
+          std::vector<float> y(m * rows, NAN);
+          GemvBatch(w.data(), x.data(), m, rows, cols, y.data(), threads, bias.data());
+          for (int64_t i = 0; i < m * rows; ++i) {
+            ASSERT_EQ(y[i], expected[i]) << rows << "x" << cols << " m " << m << " threads "
+                                         << threads << " row " << i % rows;
           }
         }
       }
