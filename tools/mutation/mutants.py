@@ -332,6 +332,20 @@ MUTANTS = [
         'threaded GEMV: the last row of each thread\'s region past its streams never computed',
     ),
     (
+        'gemv_batch_bias_dropped',
+        'src/model/gemv.cc',
+        '                    bias, first + i * stride);',
+        '                    nullptr, first + i * stride);',
+        'GemvBatch (prefill chunks of up to 32 tokens) leaves the six-row kernel\'s outputs without their bias',
+    ),
+    (
+        'layer_norm_chain_dropped',
+        'src/model/layer_ops.cc',
+        'return (s0 + s1) + (s2 + s3);',
+        'return (s0 + s1) + s2;',
+        'the norms\' four-chain sum drops one chain (every fourth value missing from the mean, the variance, the RMS)',
+    ),
+    (
         'gemv_tail',
         'src/model/gemv.cc',
         'for (int64_t t = k_end; t < cols; ++t) lanes_sum += row[t] * x[t];',
@@ -341,8 +355,8 @@ MUTANTS = [
     (
         'gemv_leftover_rows',
         'src/model/gemv.cc',
-        'for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, y);',
-        'for (int64_t r = tail_begin; r + 1 < tail_end; ++r) GemvOneRow(w, x, r, cols, y);',
+        'for (int64_t r = tail_begin; r < tail_end; ++r) GemvOneRow(w, x, r, cols, bias, y);',
+        'for (int64_t r = tail_begin; r + 1 < tail_end; ++r) GemvOneRow(w, x, r, cols, bias, y);',
         'gemv drops last leftover row',
     ),
     (
