@@ -1,14 +1,17 @@
 // Named tests of the individual strategies: the seed document's worked example, the ring's
-// golden sequence, the interleaved layout and capacity 0, scattered rows.
+// golden sequence, the interleaved layout and capacity 0, scattered rows, concat's threaded
+// copy of its history.
 #include <cstdint>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/cache/concat_cache.h"
 #include "src/cache/interleaved_cache.h"
 #include "src/cache/prealloc_cache.h"
 #include "src/cache/ring_cache.h"
 #include "src/cache/scattered_cache.h"
+#include "src/tensor/view_ops.h"
 #include "testing/status_matchers.h"
 
 namespace kvcheck {
@@ -130,6 +133,49 @@ TEST(ScatteredCache, InactiveRowsNeitherWriteNorAdvance) {
   EXPECT_THAT(view->positions, ElementsAre(3, 1, 2, 0, 1, -1));
   EXPECT_EQ(view->k.GetFloat({0, 0, 0, 0}), 4.0f);
   EXPECT_EQ(view->k.GetFloat({1, 0, 1, 0}), 10.0f);
+}
+
+// With num_threads > 1 concat copies a history of 128 KiB or more a (batch, KV head) per task
+// (CatSeqThreaded): every view is bit for bit the one-thread cache's, on every dtype, from
+// transposed (strided) inputs of several lengths, across the threshold; and a thread count
+// outside [1, 256] is refused.
+TEST(ConcatCache, ThreadedCopyOfTheHistoryKeepsEveryBit) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int threads : {2, 3}) {
+      SCOPED_TRACE(std::string(DTypeName(dtype)) + " threads " + std::to_string(threads));
+      std::unique_ptr<KvCache> one = Make(ConcatCache::Create({}));
+      std::unique_ptr<KvCache> many = Make(ConcatCache::Create({.num_threads = threads}));
+      constexpr int64_t B = 2, KH = 4, D = 64;  // f32 history passes 128 KiB at 64 tokens
+      int64_t step = 0, length = 0;
+      while (length < 300) {
+        const int64_t S = 1 + (step * 7) % 13;
+        std::vector<float> k_values(B * S * KH * D), v_values(B * S * KH * D);
+        for (size_t i = 0; i < k_values.size(); ++i) {
+          k_values[i] = static_cast<float>((i * 37 + step * 11) % 1001) * 0.125f - 60.0f;
+          v_values[i] = static_cast<float>((i * 53 + step * 5) % 997) * -0.25f + 100.0f;
+        }
+        // (B, S, KH, D) seen as (B, KH, S, D): the decoder's transposed heads view.
+        const Tensor k = *Transpose(*Tensor::FromFloats(dtype, {B, S, KH, D}, k_values), 1, 2);
+        const Tensor v = *Transpose(*Tensor::FromFloats(dtype, {B, S, KH, D}, v_values), 1, 2);
+        absl::StatusOr<CacheView> expected = one->Append(k, v);
+        absl::StatusOr<CacheView> got = many->Append(k, v);
+        ASSERT_OK(expected);
+        ASSERT_OK(got);
+        length += S;
+        ASSERT_THAT(got->k.shape(), ElementsAre(B, KH, length, D));
+        ASSERT_EQ(got->k.ToFloats(), expected->k.ToFloats()) << "length " << length;
+        ASSERT_EQ(got->v.ToFloats(), expected->v.ToFloats()) << "length " << length;
+        ++step;
+      }
+      EXPECT_EQ(many->counters().bytes_other_copied, one->counters().bytes_other_copied);
+    }
+  }
+  for (int threads : {0, -1, 257}) {
+    absl::StatusOr<std::unique_ptr<KvCache>> made = ConcatCache::Create({.num_threads = threads});
+    ASSERT_FALSE(made.ok());
+    EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(made.status().message()), ::testing::HasSubstr("num_threads"));
+  }
 }
 
 }  // namespace

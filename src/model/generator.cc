@@ -48,6 +48,7 @@ absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeLayerCaches(
       cache_config = layer_strategy->default_config;
     }
     cache_config.window = windows[l];
+    cache_config.num_threads = options.num_threads;
     KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, layer_strategy->create(cache_config));
     caches.push_back(std::move(cache));
   }

@@ -346,6 +346,13 @@ MUTANTS = [
         'the norms\' four-chain sum drops one chain (every fourth value missing from the mean, the variance, the RMS)',
     ),
     (
+        'concat_threaded_copy_packed',
+        'src/cache/concat_cache.cc',
+        'std::memcpy(to + head * (L + S) * D * element,',
+        'std::memcpy(to + head * L * D * element,',
+        'concat\'s threaded history copy packs the heads at the old length: every head past the first lands over the one before and leaves its own rows unwritten',
+    ),
+    (
         'gemv_tail',
         'src/model/gemv.cc',
         'for (int64_t t = k_end; t < cols; ++t) lanes_sum += row[t] * x[t];',
