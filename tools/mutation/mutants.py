@@ -335,7 +335,7 @@ MUTANTS = [
         'gemv_batch_bias_dropped',
         'src/model/gemv.cc',
         '                    bias, first + i * stride);',
-        '                    nullptr, first + i * stride);',
+        '                    bias == nullptr ? bias : nullptr, first + i * stride);',
         'GemvBatch (prefill chunks of up to 32 tokens) leaves the six-row kernel\'s outputs without their bias',
     ),
     (
