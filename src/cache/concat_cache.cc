@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
 #include "src/base/checked_math.h"
-#include "src/base/thread_pool.h"
 #include "src/base/status_macros.h"
+#include "src/base/thread_pool.h"
 #include "src/cache/cache_buffers.h"
 #include "src/tensor/copy_ops.h"
 #include "src/tensor/view_ops.h"
@@ -25,7 +25,8 @@ constexpr int64_t kThreadedCopyBytes = int64_t{128} << 10;
 // own copy. A two-thread GPT-2 124M decode step copies about 7 MB of history per token here
 // (200 tokens from a 4-token prompt), which one thread did while the other waited.
 absl::StatusOr<Tensor> CatSeqThreaded(const Tensor& old, const Tensor& add, int num_threads) {
-  KV_CHECK(old.is_contiguous() && old.rank() == 4 && add.rank() == 4 && old.dtype() == add.dtype());
+  KV_CHECK(old.is_contiguous() && old.rank() == 4 && add.rank() == 4 &&
+           old.dtype() == add.dtype());
   Dims shape = old.shape();
   const int64_t L = old.dim(2), S = add.dim(2), D = old.dim(3);
   shape[2] = L + S;

@@ -165,7 +165,8 @@ void LayerNorm(const float* x, int64_t rows, int64_t width, const float* weight,
     const float* row = x + r * width;
     double mean = SumInFourChains(width, [&](int64_t i) { return double{row[i]}; });
     mean /= static_cast<double>(width);
-    double var = SumInFourChains(width, [&](int64_t i) { return (row[i] - mean) * (row[i] - mean); });
+    double var =
+        SumInFourChains(width, [&](int64_t i) { return (row[i] - mean) * (row[i] - mean); });
     var /= static_cast<double>(width);
     const double inv = 1.0 / std::sqrt(var + eps);
     for (int64_t i = 0; i < width; ++i) {
