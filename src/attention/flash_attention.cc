@@ -120,10 +120,11 @@ static_assert(kMaxDecodeTileKeys == flash_internal::kMaxDecodeTile);
 absl::StatusOr<Tensor> Run(const Tensor& q, const Tensor& k, const Tensor& v,
                            const AttentionParams& params, const FlashOptions& options) {
   KV_ASSIGN_OR_RETURN(const AttentionShape shape, ValidateAttention(q, k, v, params));
-  if (options.num_threads < 1 || options.num_threads > 256 || options.kv_splits < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("flash attention: num_threads ",
-                                                   options.num_threads, " must be in [1, 256] ",
-                                                   "and kv_splits ", options.kv_splits, " >= 0"));
+  if (options.num_threads < 1 || options.num_threads > kMaxSharedPoolThreads ||
+      options.kv_splits < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flash attention: num_threads ", options.num_threads, " must be in [1, ",
+        kMaxSharedPoolThreads, "] and kv_splits ", options.kv_splits, " >= 0"));
   }
   if (options.decode_tile_keys < 0 || options.decode_tile_keys > kMaxDecodeTileKeys) {
     return absl::InvalidArgumentError(

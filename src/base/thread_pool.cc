@@ -112,7 +112,7 @@ struct SharedPools {
   // matrix-vector product (61 times per token for GPT-2 124M), and the lookup this replaced
   // (a getpid() system call, to notice a fork, and the mutex) held about 0.15% of a
   // two-thread step's samples on the Zen 4 VM (perf, 2026-12-05).
-  std::atomic<ThreadPool*> made[257] = {};
+  std::atomic<ThreadPool*> made[kMaxSharedPoolThreads + 1] = {};
 };
 std::atomic<SharedPools*> shared_pools{nullptr};
 
@@ -135,7 +135,7 @@ SharedPools& Pools() {
 }  // namespace
 
 ThreadPool& SharedThreadPool(int num_threads) {
-  KV_CHECK(num_threads >= 1 && num_threads <= 256);
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxSharedPoolThreads);
   SharedPools& shared = Pools();
   if (ThreadPool* pool = shared.made[num_threads].load(std::memory_order_acquire)) return *pool;
   std::lock_guard<std::mutex> lock(shared.mutex);

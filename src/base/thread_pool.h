@@ -63,9 +63,13 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
 };
 
+// The most threads a shared pool has: the bound every num_threads option that runs on
+// SharedThreadPool checks.
+inline constexpr int kMaxSharedPoolThreads = 256;
+
 // A process-wide pool with `num_threads` threads (created on first use, kept for reuse).
 // Safe to use in a child forked while pools existed: the child gets pools of its own.
-// REQUIRES: 1 <= num_threads <= 256.
+// REQUIRES: 1 <= num_threads <= kMaxSharedPoolThreads (checked).
 ThreadPool& SharedThreadPool(int num_threads);
 
 }  // namespace kvcheck

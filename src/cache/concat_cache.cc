@@ -46,9 +46,9 @@ absl::StatusOr<Tensor> CatSeqThreaded(const Tensor& old, const Tensor& add, int 
 
 absl::StatusOr<std::unique_ptr<KvCache>> ConcatCache::Create(const CacheConfig& config) {
   KV_ASSIGN_OR_RETURN(const int64_t budget, StorageBudget("concat", config));
-  if (config.num_threads < 1 || config.num_threads > 256) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("concat: num_threads ", config.num_threads, " outside [1, 256]"));
+  if (config.num_threads < 1 || config.num_threads > kMaxSharedPoolThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("concat: num_threads ", config.num_threads,
+                                                   " outside [1, ", kMaxSharedPoolThreads, "]"));
   }
   return std::unique_ptr<KvCache>(new ConcatCache(budget, config.num_threads));
 }

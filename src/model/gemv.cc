@@ -339,13 +339,13 @@ void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, con
                  float* y, int64_t parts, int streams) {
   struct alignas(64) Region {  // one cache line each: the owner's claims stay local
     int64_t first = 0, end = 0, stream_rows = 0;
-    // Steps [0, long_steps) are kRowsPerStream offsets from 0; the rest kEndRowsPerStream
-    // from long_end = long_steps * kRowsPerStream.
-    int64_t long_steps = 0, long_end = 0, steps = 0;
+    // Steps [0, long_steps) are kRowsPerStream offsets each; the rest kEndRowsPerStream.
+    int64_t long_steps = 0, steps = 0;
     std::atomic<int64_t> next_step{0};
     int64_t StepBegin(int64_t step) const {
       return step < long_steps ? step * kRowsPerStream
-                               : long_end + (step - long_steps) * kEndRowsPerStream;
+                               : long_steps * kRowsPerStream +
+                                     (step - long_steps) * kEndRowsPerStream;
     }
   };
   std::unique_ptr<Region[]> regions(new Region[parts]);
@@ -355,9 +355,8 @@ void GemvRegions(const float* w, const float* x, int64_t rows, int64_t cols, con
     region.end = rows * (i + 1) / parts;
     region.stream_rows = (region.end - region.first) / streams;  // >= 8: a region has >= 64 rows
     region.long_steps = std::max<int64_t>(0, region.stream_rows - kEndRows) / kRowsPerStream;
-    region.long_end = region.long_steps * kRowsPerStream;
-    region.steps = region.long_steps + (region.stream_rows - region.long_end +
-                                        kEndRowsPerStream - 1) / kEndRowsPerStream;
+    const int64_t end_rows = region.stream_rows - region.long_steps * kRowsPerStream;
+    region.steps = region.long_steps + (end_rows + kEndRowsPerStream - 1) / kEndRowsPerStream;
   }
   SharedThreadPool(static_cast<int>(parts)).ParallelFor(parts, [&](int64_t own) {
     for (int64_t k = 0; k < parts; ++k) {
@@ -386,7 +385,6 @@ namespace {
 // The stream counts GemvRowsImpl and GemvRegions take, which TimeStreams times.
 constexpr int kStreamCounts[] = {2, 4, 8};
 constexpr int kStreamCountsSize = static_cast<int>(std::size(kStreamCounts));
-constexpr int kMaxThreads = 256;
 
 // GemvStreams' choice for products on t threads, chosen_streams[t]: 0 before it is made, -1
 // while one thread times them, else one of kStreamCounts. One per thread count: the best
@@ -397,7 +395,7 @@ constexpr int kMaxThreads = 256;
 // 98-100% of the pass with 2 streams each, 95-97% with 4 and 86-87% with 8 (16 streams in
 // flight across the two cores); one thread, at 31-33 GB/s, 99-102% with 2, 97-99% with 4,
 // 85-89% with 8.
-std::atomic<int> chosen_streams[kMaxThreads + 1];
+std::atomic<int> chosen_streams[kMaxSharedPoolThreads + 1];
 // A product this large reads its weights from memory (more than any last-level cache of the
 // machines measured), as a decode step's do.
 constexpr int64_t kCalibrationBytes = int64_t{64} << 20;
@@ -468,7 +466,7 @@ int StreamsFor(const float* w, const float* x, int64_t rows, int64_t cols, const
 }  // namespace
 
 int GemvStreams(int num_threads) {
-  KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxSharedPoolThreads);
   const int state = chosen_streams[num_threads].load(std::memory_order_relaxed);
   return state > 0 ? state : 0;
 }
@@ -477,13 +475,13 @@ void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols,
                      int num_threads, int streams, const float* bias) {
   KV_CHECK(std::find(std::begin(kStreamCounts), std::end(kStreamCounts), streams) !=
            std::end(kStreamCounts));
-  KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxSharedPoolThreads);
   RunProduct(w, x, rows, cols, bias, y, ThreadsFor(rows, num_threads), streams);
 }
 
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads,
           const float* bias) {
-  KV_CHECK(num_threads >= 1 && num_threads <= kMaxThreads);
+  KV_CHECK(num_threads >= 1 && num_threads <= kMaxSharedPoolThreads);
   const int64_t parts = ThreadsFor(rows, num_threads);
   RunProduct(w, x, rows, cols, bias, y, parts, StreamsFor(w, x, rows, cols, bias, y, parts));
 }
