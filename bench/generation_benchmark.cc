@@ -35,6 +35,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/core_latency.h"
 #include "bench/machine_context.h"
 #include "bench/read_bandwidth.h"
 #include "bench/weight_stream.h"
@@ -101,6 +102,10 @@ bool PairedRun(model::Generator& generator, const std::vector<int32_t>& prompt,
   double pass_seconds[4] = {0, 0, 0, 0};
   int64_t passes[4] = {0, 0, 0, 0};
   const int64_t steps = static_cast<int64_t>(reference.size()) - 1;
+  // On two or more threads, how far apart two CPUs are before and after the run: the VM may
+  // place its vCPUs on cores that share a last-level cache or on cores that do not, and move
+  // them while it runs (bench/core_latency.h).
+  const std::string hand_over_before = threads > 1 ? bench::FirstTwoCpusHandOver() : "";
   for (int64_t i = 0; i < steps; ++i) {
     const int kind = static_cast<int>(i % 4);
     const bool interleaved = (kind & 1) != 0;
@@ -120,6 +125,7 @@ bool PairedRun(model::Generator& generator, const std::vector<int32_t>& prompt,
       pass_seconds[kind] += stream.TimedPass(threads, interleaved, placement).seconds;
     ++passes[kind];
   }
+  const std::string hand_over_after = threads > 1 ? bench::FirstTwoCpusHandOver() : "";
   if (steps > 0) tokens.push_back(generator.Choose(*logits));
   const bool same = tokens == reference;
   if (steps < 4) return same;
@@ -135,6 +141,11 @@ bool PairedRun(model::Generator& generator, const std::vector<int32_t>& prompt,
       stream.bytes() / 1e6, per_second[0], per_second[1], per_second[2], per_second[3], limit,
       limit * stream.bytes() / 1e9, 100.0 * rate / limit,
       same ? "same tokens" : "DIFFERENT TOKENS");
+  if (threads > 1) {
+    std::printf("paired %-12s threads %d  hand-over before: %s; after: %s\n",
+                generator.options().cache_strategy.c_str(), threads, hand_over_before.c_str(),
+                hand_over_after.c_str());
+  }
   std::fflush(stdout);
   return same;
 }

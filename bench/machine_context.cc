@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "bench/core_latency.h"
 #include "bench/cpu_model.h"
 #include "bench/fma_peak.h"
 #include "bench/read_bandwidth.h"
@@ -22,6 +23,7 @@ std::vector<std::pair<std::string, std::string>> MachineContextLines(bool read_b
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
   lines.emplace_back("simd", hwy::TargetName(targets & -targets));
   lines.emplace_back("cores", std::to_string(sysconf(_SC_NPROCESSORS_ONLN)));
+  lines.emplace_back("cpu_hand_over", FirstTwoCpusHandOver());
   lines.emplace_back("fma_peak_1_core", absl::StrFormat("%.1f GFLOP/s (f32)", FmaPeakFlops() / 1e9));
   if (read_bandwidth) {
     lines.emplace_back("read_bandwidth_1_thread",

@@ -1,7 +1,8 @@
 // File: machine_context.h
 // The machine a benchmark ran on, in its output's context lines (Google Benchmark prints them
 // before the table; --benchmark_format=json keeps them): the CPU model, the SIMD target
-// Highway dispatches to, the cores, and the two limits the results are read against, both
+// Highway dispatches to, the cores, how far apart the first two are (core_latency.h), and the
+// two limits the results are read against, both
 // measured by the same binary: one core's f32 FMA peak (fma_peak.h) and one thread's
 // streaming-read bandwidth over 1 GiB (read_bandwidth.h). The README's tables come from
 // outputs that carry these lines.
@@ -14,8 +15,8 @@
 
 namespace kvcheck::bench {
 
-// The lines as (name, value): cpu, simd, cores, fma_peak_1_core and, when asked (about a
-// second more), read_bandwidth_1_thread. For benchmarks that print their own output.
+// The lines as (name, value): cpu, simd, cores, cpu_hand_over, fma_peak_1_core and, when asked
+// (about a second more), read_bandwidth_1_thread. For benchmarks that print their own output.
 std::vector<std::pair<std::string, std::string>> MachineContextLines(bool read_bandwidth);
 
 // Measures (about a second) and adds the context lines. Call before RunSpecifiedBenchmarks.
