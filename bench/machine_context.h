@@ -2,9 +2,9 @@
 // The machine a benchmark ran on, in its output's context lines (Google Benchmark prints them
 // before the table; --benchmark_format=json keeps them): the CPU model, the SIMD target
 // Highway dispatches to, the cores, how far apart the first two are (core_latency.h), and the
-// two limits the results are read against, both
-// measured by the same binary: one core's f32 FMA peak (fma_peak.h) and one thread's
-// streaming-read bandwidth over 1 GiB (read_bandwidth.h). The README's tables come from
+// two limits the results are read against, both measured by the same binary: one core's f32
+// FMA peak (fma_peak.h) and one thread's streaming-read bandwidth over 1 GiB
+// (read_bandwidth.h). The README's tables come from
 // outputs that carry these lines.
 #ifndef KVCHECK_BENCH_MACHINE_CONTEXT_H_
 #define KVCHECK_BENCH_MACHINE_CONTEXT_H_

@@ -3,8 +3,11 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <limits>
+
+#include <sanitizer/asan_interface.h>  // no-op macros without AddressSanitizer
 
 namespace kvcheck {
 namespace {
@@ -18,32 +21,40 @@ size_t NextColorBytes() {
   return size_t{64} * (large_buffers.fetch_add(1, std::memory_order_relaxed) * 37u % 1024u);
 }
 
+// `bytes` rounded up to whole huge pages. REQUIRES: no overflow (checked by the caller).
+size_t WholeHugePages(size_t bytes) {
+  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
 }  // namespace
 
 void* AllocateLargeAware(size_t size) {
   if (size == 0) size = 1;
-  const bool large = size >= kHugePageBytes;
-  const size_t color = large ? NextColorBytes() : 0;
-  if (size > std::numeric_limits<size_t>::max() - color) return nullptr;
   void* raw = nullptr;
-  if (posix_memalign(&raw, large ? kHugePageBytes : kAlignment, size + color) != 0) {
-    return nullptr;
-  }
-  if (!large) return raw;
+  if (size < kLargeBufferBytes) return posix_memalign(&raw, kAlignment, size) == 0 ? raw : nullptr;
+  const size_t color = NextColorBytes();
+  if (size > std::numeric_limits<size_t>::max() - color - kHugePageBytes) return nullptr;
+  const size_t whole = WholeHugePages(color + size);
+  if (posix_memalign(&raw, kHugePageBytes, whole) != 0) return nullptr;
   // Advice: errors ignored (a kernel without transparent huge pages gives 4 KiB pages).
-  (void)madvise(raw, (size + color) / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
-  return static_cast<std::byte*>(raw) + color;
+  (void)madvise(raw, whole, MADV_HUGEPAGE);
+  std::byte* const data = static_cast<std::byte*>(raw) + color;
+  ASAN_POISON_MEMORY_REGION(raw, color);
+  ASAN_POISON_MEMORY_REGION(data + size, whole - color - size);
+  return data;
 }
 
 void FreeLargeAware(void* p, size_t size) {
   if (p == nullptr) return;
   if (size == 0) size = 1;
-  if (size < kHugePageBytes) {
+  if (size < kLargeBufferBytes) {
     std::free(p);
     return;
   }
   const uintptr_t start = reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{kHugePageBytes} - 1);
-  std::free(reinterpret_cast<void*>(start));
+  void* const raw = reinterpret_cast<void*>(start);
+  ASAN_UNPOISON_MEMORY_REGION(raw, WholeHugePages(reinterpret_cast<uintptr_t>(p) - start + size));
+  std::free(raw);
 }
 
 }  // namespace kvcheck

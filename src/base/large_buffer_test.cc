@@ -15,11 +15,14 @@ namespace {
 
 uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
-// Sizes at and around the huge-page threshold, and far from it.
+// Sizes at and around the huge-page threshold and a huge page, and far from them.
 const size_t kSizes[] = {0,
                          1,
                          64,
                          4096,
+                         kLargeBufferBytes - 1,
+                         kLargeBufferBytes,
+                         kLargeBufferBytes + 1,
                          kHugePageBytes - 1,
                          kHugePageBytes,
                          kHugePageBytes + 1,
@@ -81,19 +84,60 @@ std::string VmFlagsOf(uintptr_t address) {
 // A large buffer's huge pages carry MADV_HUGEPAGE ("hg" in smaps) where the kernel has
 // transparent huge pages: the advice reached the kernel, whether or not it can grant the
 // pages now (that depends on free memory, so it is not checked).
+// Every huge page a large buffer touches, its last included, from the smallest large size
+// (half a huge page) to several huge pages and a part.
 TEST(LargeBuffer, LargeBuffersAreAdvisedForHugePages) {
   if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
     GTEST_SKIP() << "no transparent huge pages in this kernel";
   }
-  const size_t size = 3 * kHugePageBytes;
-  void* p = AllocateLargeAware(size);
-  ASSERT_NE(p, nullptr);
-  const uintptr_t first_huge_page = Address(p) & ~(uintptr_t{kHugePageBytes} - 1);
-  const std::string flags = VmFlagsOf(first_huge_page);
-  FreeLargeAware(p, size);
-  ASSERT_FALSE(flags.empty()) << "no mapping found for the buffer in /proc/self/smaps";
-  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  for (size_t size : {kLargeBufferBytes, kHugePageBytes + 1, 3 * kHugePageBytes + 100}) {
+    void* p = AllocateLargeAware(size);
+    ASSERT_NE(p, nullptr);
+    std::vector<std::string> flags;
+    const uintptr_t last = Address(p) + size - 1;
+    for (uintptr_t page = Address(p) & ~(uintptr_t{kHugePageBytes} - 1); page <= last;
+         page += kHugePageBytes) {
+      flags.push_back(VmFlagsOf(page));
+    }
+    FreeLargeAware(p, size);
+    for (const std::string& f : flags) {
+      ASSERT_FALSE(f.empty()) << size << ": no mapping found in /proc/self/smaps";
+      EXPECT_NE(f.find(" hg"), std::string::npos) << size << ": " << f;
+    }
+  }
 }
+
+// Small buffers are not placed on huge-page boundaries (they would waste most of one).
+TEST(LargeBuffer, SmallBuffersAreNotRoundedToHugePages) {
+  std::vector<void*> held;
+  int on_boundary = 0;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(AllocateLargeAware(kLargeBufferBytes - 1 - 64 * i));
+    ASSERT_NE(held.back(), nullptr);
+    on_boundary += Address(held.back()) % kHugePageBytes == 0;
+  }
+  for (int i = 0; i < 8; ++i) FreeLargeAware(held[i], kLargeBufferBytes - 1 - 64 * i);
+  EXPECT_LT(on_boundary, 8);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// The rounding up to whole huge pages hides no overrun from AddressSanitizer: the bytes
+// after the request and before it (the color) are poisoned.
+TEST(LargeBufferDeathTest, AddressSanitizerSeesPastEitherEnd) {
+  const size_t size = kLargeBufferBytes + 100;
+  auto* p = static_cast<volatile unsigned char*>(AllocateLargeAware(size));
+  ASSERT_NE(p, nullptr);
+  EXPECT_DEATH(p[size] = 1, "heap-buffer-overflow|use-after-poison");
+  // The first large buffer of a process may have color 0; take one with a color.
+  void* second = AllocateLargeAware(size);
+  auto* q = static_cast<volatile unsigned char*>(second);
+  if (Address(second) % kHugePageBytes != 0) {
+    EXPECT_DEATH(q[-1] = 1, "heap-buffer-overflow|use-after-poison");
+  }
+  FreeLargeAware(second, size);
+  FreeLargeAware(const_cast<unsigned char*>(p), size);
+}
+#endif
 
 }  // namespace
 }  // namespace kvcheck

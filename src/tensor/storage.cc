@@ -72,7 +72,11 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateBytes(DType dtype, int
   // (the zeroing, or the creator's writes): a decode reads a cache's K and V as streams.
   // 30 layers of (1, 3, 4096, 64) f32 K/V on a Zen 4 VM (bench/attention_benchmark
   // BM_DecodePairedLayers, six alternating pairs): the flash decode 0.836x the time, faster
-  // in 5 of 6; the streaming read of the same bytes 16.2 -> 21.8 GB/s.
+  // in 5 of 6; the streaming read of the same bytes 16.2 -> 21.8 GB/s. Buffers of half a
+  // huge page or more since (kLargeBufferBytes), not 2 MiB: the generation benchmark's K and
+  // V buffers are 1.5 MiB each (12 heads x 512 slots x 64 f32), and on huge pages its decode
+  // steps' attention took 0.227 s of 400 steps against 0.270 on one thread (two alternating
+  // pairs), 0.154-0.170 against 0.171-0.203 on two (three), Zen 4 VM, 2026-12-05.
   // Each large buffer's data starts at its own color (large_buffer.h): without one, the same
   // slot of every cache's buffers (and each head's rows, 1 MiB apart in a 4096-slot buffer)
   // fell into the same second-level cache sets: a decode step's 720 row lines of 30 layers
