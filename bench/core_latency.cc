@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 
@@ -103,15 +104,21 @@ std::optional<double> CoreToCoreNanoseconds(int cpu_a, int cpu_b) {
   return rounds[kRounds / 2];
 }
 
-std::string FirstTwoCpusHandOver() {
+std::vector<int> AllowedCpus() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return "not measured (no CPU set)";
-  int cpus[2], found = 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus[found++] = cpu;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
   }
-  if (found < 2) return "not measured (one CPU allowed)";
+  return cpus;
+}
+
+std::string FirstTwoCpusHandOver() {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.empty()) return "not measured (no CPU set)";
+  if (cpus.size() < 2) return "not measured (one CPU allowed)";
   const std::optional<double> nanoseconds = CoreToCoreNanoseconds(cpus[0], cpus[1]);
   if (!nanoseconds.has_value()) {
     return absl::StrFormat("not measured (CPUs %d and %d did not answer)", cpus[0], cpus[1]);

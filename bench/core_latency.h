@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kvcheck::bench {
 
@@ -22,6 +23,9 @@ namespace kvcheck::bench {
 // either CPU outside [0, CPU_SETSIZE) or not allowed to this process, or a round that took
 // more than a second (the other thread was not running).
 std::optional<double> CoreToCoreNanoseconds(int cpu_a, int cpu_b);
+
+// The CPUs this process may run on, ascending (empty if the set cannot be read).
+std::vector<int> AllowedCpus();
 
 // For output: "CPUs 0 and 1: 33 ns one way" for the first two CPUs this process may use, or
 // "not measured (...)" with the reason.

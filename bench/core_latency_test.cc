@@ -11,15 +11,16 @@
 namespace kvcheck::bench {
 namespace {
 
-std::vector<int> AllowedCpus() {
+// Every CPU of the process's set, once, ascending.
+TEST(AllowedCpus, ListsTheProcessCpuSet) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-  }
-  return cpus;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  const std::vector<int> cpus = AllowedCpus();
+  EXPECT_EQ(static_cast<int>(cpus.size()), CPU_COUNT(&allowed));
+  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
+  EXPECT_EQ(std::adjacent_find(cpus.begin(), cpus.end()), cpus.end());
+  for (int cpu : cpus) EXPECT_TRUE(CPU_ISSET(cpu, &allowed)) << cpu;
 }
 
 TEST(CoreToCoreNanoseconds, RefusesOneCpuTwice) {

@@ -40,7 +40,7 @@ namespace kvcheck {
 enum class FlashPath { kAuto, kScalar, kSimd };
 
 struct FlashOptions {
-  int num_threads = 1;  // 1..256
+  int num_threads = 1;  // 1..kMaxSharedPoolThreads (src/base/thread_pool.h)
   // Key-range splits per block of query rows: 0 picks one per thread for long rows with few
   // query rows (decode), 1 disables splitting.
   int kv_splits = 0;
@@ -52,9 +52,9 @@ struct FlashOptions {
 };
 inline constexpr int kMaxDecodeTileKeys = 4096;
 
-// Errors: those of ValidateAttention; kInvalidArgument for num_threads outside [1, 256], a
-// negative kv_splits or decode_tile_keys outside [0, kMaxDecodeTileKeys]; kResourceExhausted
-// if the output does not fit.
+// Errors: those of ValidateAttention; kInvalidArgument for num_threads outside
+// [1, kMaxSharedPoolThreads], a negative kv_splits or decode_tile_keys outside
+// [0, kMaxDecodeTileKeys]; kResourceExhausted if the output does not fit.
 absl::StatusOr<Tensor> FlashAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionParams& params,
                                       const FlashOptions& options = {});

@@ -17,9 +17,10 @@ struct CacheConfig {
   // shared with a fork counts in both). 0: the storage limit (src/tensor/storage.h).
   int64_t max_bytes = 0;
   // Threads a strategy may use for a copy of its whole contents (concat's copy of its history
-  // each append), 1..256 (checked where used): with more than one, such a copy runs on
-  // SharedThreadPool(num_threads) (src/base/thread_pool.h), so Append must then not be called
-  // from inside one of that pool's loops. The contents are the same bits either way.
+  // each append), 1..kMaxSharedPoolThreads (checked where used): with more than one, such a
+  // copy runs on SharedThreadPool(num_threads) (src/base/thread_pool.h), so Append must then
+  // not be called from inside one of that pool's loops. The contents are the same bits either
+  // way.
   int num_threads = 1;
 };
 

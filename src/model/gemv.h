@@ -19,7 +19,7 @@ namespace kvcheck::model {
 // With `bias` (rows floats), y[n] = that sum + bias[n]: the bits of the product followed by a
 // separate add, each thread adding its own rows' (a separate pass after a threaded product
 // read half of y from the other core's cache).
-// REQUIRES: 1 <= num_threads <= 256 (checked).
+// REQUIRES: 1 <= num_threads <= kMaxSharedPoolThreads (256, src/base/thread_pool.h; checked).
 void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, int num_threads,
           const float* bias = nullptr);
 // How many far-apart rows each thread of a Gemv on num_threads threads reads at a time, each
@@ -32,7 +32,7 @@ void Gemv(const float* w, const float* x, int64_t rows, int64_t cols, float* y, 
 // of threads times each there (seven rounds, about twenty extra products, once per thread
 // count) and keeps the fewest streams within 3% of the fastest; until then Gemv reads two.
 // Every row's bits are the same whichever.
-// REQUIRES: 1 <= num_threads <= 256 (checked).
+// REQUIRES: 1 <= num_threads <= kMaxSharedPoolThreads (256, src/base/thread_pool.h; checked).
 int GemvStreams(int num_threads);
 // Gemv with a given number of streams (2, 4 or 8, checked), for tests and benchmarks.
 void GemvWithStreams(const float* w, const float* x, int64_t rows, int64_t cols, float* y,
@@ -45,7 +45,7 @@ inline constexpr int64_t kGemvMaxBatch = 32;
 // The product for m rows of x at once (x row-major [m, cols], y row-major [m, rows]), for
 // short prefill chunks: the weights are read from memory once for all m rows, on this
 // module's threads, and row j of y is bitwise Gemv's of row j of x.
-// REQUIRES: 1 <= m <= kGemvMaxBatch (checked), 1 <= num_threads <= 256.
+// REQUIRES: 1 <= m <= kGemvMaxBatch, 1 <= num_threads <= kMaxSharedPoolThreads (both checked).
 void GemvBatch(const float* w, const float* x, int64_t m, int64_t rows, int64_t cols, float* y,
                int num_threads, const float* bias = nullptr);
 // The batch size up to which GemvBatch beats OpenBLAS sgemm on the SIMD target Highway picked
