@@ -1,5 +1,7 @@
 #include "src/base/large_buffer.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -31,12 +33,21 @@ const size_t kSizes[] = {0,
                          kHugePageBytes};
 
 // Every buffer is 64-byte aligned and writable to its last byte (ASan and UBSan builds see
-// any write past what was allocated), and frees with its size.
+// any write past what was allocated), and frees with its size. A large buffer's allocation
+// starts at the huge page its data starts in (FreeLargeAware relies on it) and holds the
+// color and the whole request: a write past an allocation need not crash in a plain build,
+// so its usable size is checked there too.
 TEST(LargeBuffer, AlignedAndWritableToTheLastByteAtEverySize) {
   for (size_t size : kSizes) {
     void* p = AllocateLargeAware(size);
     ASSERT_NE(p, nullptr) << size;
     EXPECT_EQ(Address(p) % 64, 0u) << size;
+    if (size >= kLargeBufferBytes) {
+      const uintptr_t start = Address(p) & ~(uintptr_t{kHugePageBytes} - 1);
+      EXPECT_GE(malloc_usable_size(reinterpret_cast<void*>(start)), Address(p) - start + size)
+          << size << ": the allocation at " << start << " does not hold the color ("
+          << Address(p) - start << " bytes) and the request";
+    }
     std::memset(p, 0xab, size);
     if (size > 0) {
       EXPECT_EQ(static_cast<unsigned char*>(p)[size - 1], 0xab) << size;
@@ -85,7 +96,10 @@ std::string VmFlagsOf(uintptr_t address) {
 // transparent huge pages: the advice reached the kernel, whether or not it can grant the
 // pages now (that depends on free memory, so it is not checked).
 // Every huge page a large buffer touches, its last included, from the smallest large size
-// (half a huge page) to several huge pages and a part.
+// (half a huge page) to several huge pages and a part; and each of them at its first and its
+// last byte: the kernel backs a huge page only where one advised mapping covers all 2 MiB of
+// it, and advice that stops short of the allocation's end (at the request's size, say)
+// splits the last page's mapping there.
 TEST(LargeBuffer, LargeBuffersAreAdvisedForHugePages) {
   if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
     GTEST_SKIP() << "no transparent huge pages in this kernel";
@@ -98,6 +112,7 @@ TEST(LargeBuffer, LargeBuffersAreAdvisedForHugePages) {
     for (uintptr_t page = Address(p) & ~(uintptr_t{kHugePageBytes} - 1); page <= last;
          page += kHugePageBytes) {
       flags.push_back(VmFlagsOf(page));
+      flags.push_back(VmFlagsOf(page + kHugePageBytes - 1));
     }
     FreeLargeAware(p, size);
     for (const std::string& f : flags) {

@@ -1204,6 +1204,30 @@ MUTANTS = [
         'return large_buffers.fetch_add(1, std::memory_order_relaxed) * 37u % 1024u;',
         'large-buffer color counted in bytes instead of cache lines: large buffers lose 64-byte alignment',
     ),
+    # Sixth round (2026-12-05 evening, the huge-page rounding of 04d44b7). Predicted: survives
+    # large_buffer_test, which read the advice only at each huge page's first byte, where
+    # advice over the request alone still reaches; the last huge page's mapping is split
+    # where the request ends, and the kernel cannot back that page. Ran SURVIVED against it;
+    # KILLED since by LargeBuffersAreAdvisedForHugePages reading each page's last byte too.
+    (
+        'large_madvise_request_only',
+        'src/base/large_buffer.cc',
+        '(void)madvise(raw, whole, MADV_HUGEPAGE);',
+        '(void)madvise(raw, size, MADV_HUGEPAGE);',
+        'large buffers advised over the request only, not the color and the rounding: the last '
+        'huge page is split into an advised and an unadvised mapping and stays on 4 KiB pages',
+    ),
+    # Predicted: killed, but only by glibc noticing the overrun on free ("free(): invalid next
+    # size"), which depends on what lies after the allocation. KILLED that way; now also by
+    # AlignedAndWritableToTheLastByteAtEverySize's usable-size check, which names the sizes.
+    (
+        'large_whole_without_color',
+        'src/base/large_buffer.cc',
+        'const size_t whole = WholeHugePages(color + size);',
+        'const size_t whole = WholeHugePages(size);',
+        'a large buffer rounded up from its request without its color: the last color bytes of '
+        'the data lie past the allocation',
+    ),
     # Third campaign: tensors, dtypes, copies, attention parameters and dispatch, registries, foreign tensors (written from a reading of files the first two left out;
     # the comment above each is the prediction made before it ran).
 
