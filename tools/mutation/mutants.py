@@ -320,8 +320,8 @@ MUTANTS = [
     (
         'decoder_qkv_split_v_as_k',
         'src/model/decoder.cc',
-        'std::copy_n(row + QD + KD, KD, v.data() + i * KD);',
-        'std::copy_n(row + QD, KD, v.data() + i * KD);',
+        'KV_ASSIGN_OR_RETURN(Tensor v_view, HeadsView(qkv, H + KH, KH));',
+        'KV_ASSIGN_OR_RETURN(Tensor v_view, HeadsView(qkv, H, KH));',
         'decoder, q/k/v in one product: v taken from k\'s part of the output row',
     ),
     (
@@ -789,6 +789,34 @@ MUTANTS = [
         'std::copy_n(heads.begin() + (hh * S + s) * D, D, merged.begin() + (s * H + hh) * D);',
         'std::copy_n(heads.begin() + (s * H + hh) * D, D, merged.begin() + (s * H + hh) * D);',
         'attention output (1, H, S, D) read as (S, H, D) when merging heads (wrong for S > 1, H > 1)',
+    ),
+    # The views of the qkv product's rows and the merge without a copy (2026-12-05 evening).
+    # Predicted: killed by the generation properties (chunked prefill == one-shot, the
+    # reference decoder) for prefill chunks of several positions.
+    (
+        'decoder_merge_view_any_length',
+        'src/model/decoder.cc',
+        'if (S == 1 && out.dtype() == DType::kF32 && out.is_contiguous()) {',
+        'if (out.dtype() == DType::kF32 && out.is_contiguous()) {',
+        'attention output (1, H, S, D) taken as the [S, H * D] rows for every S, not only one '
+        'position (heads and positions mixed in a prefill chunk)',
+    ),
+    # Predicted: killed by the llama generation cases (RoPE) with prefill chunks.
+    (
+        'decoder_rope_row_first_position',
+        'src/model/decoder.cc',
+        'ApplyRope(row + QD, 1, KH, D, positions.first + i, c.rope_theta);',
+        'ApplyRope(row + QD, 1, KH, D, positions.first, c.rope_theta);',
+        'RoPE of every key of a chunk at the chunk\'s first position',
+    ),
+    # Predicted: killed by the llama generation cases with KH < H (k rotated over H heads runs
+    # into v's part of the row).
+    (
+        'decoder_rope_k_query_heads',
+        'src/model/decoder.cc',
+        'ApplyRope(row + QD, 1, KH, D, positions.first + i, c.rope_theta);',
+        'ApplyRope(row + QD, 1, H, D, positions.first + i, c.rope_theta);',
+        'RoPE of k over H heads instead of KH: with GQA it rotates part of v too',
     ),
     (
         'decoder_logits_first_row',
