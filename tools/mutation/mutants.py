@@ -197,6 +197,16 @@ MUTANTS = [
         'begin = block.key_begin + (segment << kSegmentShift) + ((block.key_end - block.key_begin) % 4 == 3 ? 1 : 0);',
         'segmented: drops a leftover key',
     ),
+    # Since blocks shorter than a tile are segmented too (2026-12-05 evening), every such
+    # block's one segmented tile is shorter than a tile's share. Predicted: killed by the
+    # attention properties (keys past the block read, or the rows after it in the buffer).
+    (
+        'dense_segment_tile_count_unclamped',
+        'src/attention/flash_decode_simd.cc',
+        'run_tile(first, std::min(per_segment, segment - offset) << kSegmentShift,',
+        'run_tile(first, per_segment << kSegmentShift,',
+        'segmented decode tile of a full tile\'s share of keys even where the segments are shorter',
+    ),
     (
         'value_offsets',
         'src/attention/flash_decode_simd.cc',
