@@ -16,7 +16,8 @@
 #   per run; each side's time in a pair is the median of its repetitions.
 #
 # Prints each pair's times, then per benchmark: the median of each side over the pairs, the
-# median of the pairs' B / A ratios, and in how many pairs B was faster.
+# median of the pairs' B / A ratios, and in how many pairs B was faster. Needs python3 (it
+# reads each run's JSON).
 set -euo pipefail
 [[ $# -ge 3 && $# -le 4 ]] || { sed -n '2,20p' "$0" >&2; exit 2; }
 a=$1 b=$2 filter=$3 pairs=${4:-6}
@@ -26,18 +27,29 @@ for bin in "$a" "$b"; do
 done
 [[ $pairs =~ ^[1-9][0-9]*$ ]] || { echo "ab_pair: PAIRS must be a positive count" >&2; exit 2; }
 
-# One run: "name real_time unit" for each benchmark's median (CSV: name,iterations,real_time,
-# cpu_time,time_unit,...; names are quoted).
+# One run: "name real_time unit" for each benchmark's median. Read from Google Benchmark's
+# JSON output: its CSV reporter aborts when the filter matches benchmarks with different
+# counters ("All counters must be present in each run"), e.g. BM_FlashDecode beside
+# BM_DecodeLayers in attention_benchmark.
 medians() {
-  taskset -c "$cores" "$1" --benchmark_filter="$filter" --benchmark_repetitions="$repetitions" \
-    --benchmark_min_time="$min_time" --benchmark_report_aggregates_only=true \
-    --benchmark_format=csv 2>/dev/null |
-    awk -F, '$1 ~ /_median"$/ { name = $1; gsub(/"/, "", name); sub(/_median$/, "", name);
-                                 print name, $3, $5 }'
+  if ! taskset -c "$cores" "$1" --benchmark_filter="$filter" --benchmark_repetitions="$repetitions" \
+      --benchmark_min_time="$min_time" --benchmark_report_aggregates_only=true \
+      --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$errors"; then
+    echo "ab_pair: $1 failed; the end of what it printed:" >&2
+    tail -n 5 "$errors" >&2
+    exit 1
+  fi
+  python3 -c '
+import json, sys
+text = open(sys.argv[1]).read()  # empty when the filter matched nothing
+for run in (json.loads(text)["benchmarks"] if text.strip() else []):
+    if run.get("run_type") == "aggregate" and run.get("aggregate_name") == "median":
+        print(run["run_name"], "%.6g" % run["real_time"], run["time_unit"])
+' "$json"
 }
 
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+results=$(mktemp) json=$(mktemp) errors=$(mktemp)
+trap 'rm -f "$results" "$json" "$errors"' EXIT
 for ((pair = 1; pair <= pairs; ++pair)); do
   if ((pair % 2 == 1)); then order=("A" "B"); else order=("B" "A"); fi
   for side in "${order[@]}"; do
