@@ -206,19 +206,15 @@ absl::Status Decoder::Layer(int64_t layer, std::vector<float>& x, int64_t S,
     std::iota(params.kv_positions.begin(), params.kv_positions.end(), positions.first);
   }
   KV_ASSIGN_OR_RETURN(Tensor out, kernel.run(q_view, keys, values, params, options.num_threads));
-  // (1, H, S, D) -> [S, H * D]. For one position a contiguous f32 output already is that row.
+  // (1, H, S, D) -> [S, H * D]: the output with heads and positions swapped, in row-major
+  // order. For one position a contiguous f32 output already is that row.
   const float* merged_rows = nullptr;
   std::vector<float> merged;
   if (S == 1 && out.dtype() == DType::kF32 && out.is_contiguous()) {
     merged_rows = out.data<float>();
   } else {
-    const std::vector<float> heads = out.ToFloats();
-    merged.resize(S * H * D);
-    for (int64_t hh = 0; hh < H; ++hh) {
-      for (int64_t s = 0; s < S; ++s) {
-        std::copy_n(heads.begin() + (hh * S + s) * D, D, merged.begin() + (s * H + hh) * D);
-      }
-    }
+    KV_ASSIGN_OR_RETURN(const Tensor positions_major, Transpose(out, 1, 2));
+    merged = positions_major.ToFloats();
     merged_rows = merged.data();
   }
   std::vector<float> attn(S * W);

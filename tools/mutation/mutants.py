@@ -796,8 +796,8 @@ MUTANTS = [
     (
         'decoder_merge_heads_transposed',
         'src/model/decoder.cc',
-        'std::copy_n(heads.begin() + (hh * S + s) * D, D, merged.begin() + (s * H + hh) * D);',
-        'std::copy_n(heads.begin() + (s * H + hh) * D, D, merged.begin() + (s * H + hh) * D);',
+        'KV_ASSIGN_OR_RETURN(const Tensor positions_major, Transpose(out, 1, 2));',
+        'KV_ASSIGN_OR_RETURN(const Tensor positions_major, Transpose(out, 1, 1));',
         'attention output (1, H, S, D) read as (S, H, D) when merging heads (wrong for S > 1, H > 1)',
     ),
     # The views of the qkv product's rows and the merge without a copy (2026-12-05 evening).
