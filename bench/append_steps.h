@@ -1,5 +1,5 @@
 // File: append_steps.h
-// The seed document's append experiment, shared by the two append benchmarks
+// candle 0.11's KV-cache append experiment, shared by the two append benchmarks
 // (cache_append_benchmark.cc: each way of appending in its own runs; cache_append_paired_
 // benchmark.cc: all of them in turn within each step): a SmolLM2-like stack of 30 layers,
 // 3 KV heads, head dim 64, f32, prefilled with 128 positions, then 200 decode steps of one

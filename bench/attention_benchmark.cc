@@ -1,9 +1,10 @@
 // Attention benchmarks, side by side in one run (f32, 9 query heads, 3 KV heads, D = 64):
 //
-//  1. The seed's table, flash vs matmul + softmax (NaiveAttention on OpenBLAS sgemm, KV heads
-//     repeated as repeat_kv does, and grouped without the copy): (Sq 512, Skv 512, causal),
-//     (1, 1024), (1, 4096); 1 and 2 threads. Prefill reports GFLOP/s (2 flops per
-//     multiply-add, q k and p v, over the unmasked keys only); decode reports GB/s of K/V read.
+//  1. candle 0.11's CPU attention table, flash vs matmul + softmax (NaiveAttention on OpenBLAS
+//     sgemm, KV heads repeated as repeat_kv does, and grouped without the copy): (Sq 512,
+//     Skv 512, causal), (1, 1024), (1, 4096); 1 and 2 threads. Prefill reports GFLOP/s (2
+//     flops per multiply-add, q k and p v, over the unmasked keys only); decode reports GB/s of
+//     K/V read.
 //  2. Streaming-read bandwidth of the same binary over the same working sets: one layer's K/V
 //     for (1, 4096) read again and again (hot), and 30 distinct layers' K/V in turn (cold).
 //  3. Decode attention over 30 distinct layers (cold K/V), as a model reads them; and the flash
@@ -76,7 +77,8 @@ absl::StatusOr<Tensor> RunKernel(int kernel, const Tensor& q, const Tensor& k, c
   return NaiveAttention(q, k, v, params, {.repeat_kv = kernel == kNaiveRepeat});
 }
 
-// The seed's table. Args: kernel, Sq, Skv, causal, threads.
+// candle 0.11's CPU attention table (flash_attn against matmul + softmax). Args: kernel, Sq,
+// Skv, causal, threads.
 void BM_SeedTable(benchmark::State& state) {
   const int kernel = static_cast<int>(state.range(0));
   const int64_t q_len = state.range(1), kv_len = state.range(2);
@@ -232,7 +234,7 @@ BENCHMARK(BM_DecodePairedLayers)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
 
-// The seed's "append + attention" decode loop: 30 layers, prefill 128, then 200 decode steps;
+// candle 0.11's "append + attention" decode loop: 30 layers, prefill 128, then 200 decode steps;
 // every step appends one token to each layer's cache and attends over what it returns (the
 // 30 caches are distinct, so K/V come from memory as in a model). Per strategy, three ways:
 // repeat-KV matmul, grouped matmul without the copy, flash. Args: strategy index, kernel.
@@ -363,9 +365,9 @@ BENCHMARK(BM_DecodeFeatureLayers)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Prefill 512 x 512, causal, with a per-score feature (FeatureParams; 3: none, the seed
-// table's flash row). GFLOP/s counts the causal pairs (the mask's 13 removed keys per row
-// too). Args: feature, threads.
+// Prefill 512 x 512, causal, with a per-score feature (FeatureParams; 3: none, the flash
+// row of candle 0.11's CPU attention table). GFLOP/s counts the causal pairs (the mask's 13
+// removed keys per row too). Args: feature, threads.
 void BM_PrefillFeature(benchmark::State& state) {
   const int64_t feature = state.range(0);
   const int threads = static_cast<int>(state.range(1));

@@ -1,4 +1,4 @@
-// The seed document's append experiment: a SmolLM2-like stack of 30 layers, 3 KV heads, head
+// candle 0.11's KV-cache append experiment: a SmolLM2-like stack of 30 layers, 3 KV heads, head
 // dim 64, f32; prefill 128 positions, then 200 decode steps of one token into every layer.
 // Reports the time per decode step (all 30 layers) for each registered strategy, appending
 // with Append (a new view per append: BM_AppendDecode) and with AppendInto (each layer's view

@@ -15,7 +15,7 @@
 // Counters, in microseconds per decode step (30 layers): `into`, `append`, each floor copy's,
 // `floor` (the fastest of them); `into/floor` and `append/floor` their ratios; and
 // `cached_floor`, the fastest copy through the caches (the plain and the prefetching ones,
-// the floor issue 14 names), with `into/cached_floor`. The non-temporal copy is kept out of
+// the floor an append is held to), with `into/cached_floor`. The non-temporal copy is kept out of
 // that one because a cache cannot write its rows that way for free: they would leave the
 // caches, and the attention that follows each append reads them back.
 #include <algorithm>

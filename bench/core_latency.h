@@ -3,10 +3,10 @@
 // a cache line from one to the other, measured by two threads pinned to them that take turns
 // writing one atomic (a ping-pong).
 //
-// Why the benchmarks print it: on the 2-core Zen 4 VMs these sessions were lent, the two vCPUs
+// Why the benchmarks print it: on the 2-core Zen 4 VMs kvcheck is measured on, the two vCPUs
 // sometimes share a last-level cache (a hand-over of 25-45 ns) and sometimes do not (160-180
 // ns), and the placement changes under a running program. It decides how much two threads
-// read together and what every hand-over between them costs (README, "Generation"), so a
+// read together and what every hand-over between them costs (docs/performance.md), so a
 // two-thread result without it cannot be compared with another.
 #ifndef KVCHECK_BENCH_CORE_LATENCY_H_
 #define KVCHECK_BENCH_CORE_LATENCY_H_

@@ -1,5 +1,5 @@
 // File: cpu_model.h
-// The CPU a benchmark ran on, for its output's context lines (the README's tables name the
+// The CPU a benchmark ran on, for its output's context lines (docs/performance.md's tables name the
 // machine each comes from).
 #ifndef KVCHECK_BENCH_CPU_MODEL_H_
 #define KVCHECK_BENCH_CPU_MODEL_H_

@@ -1,4 +1,4 @@
-// How fast an external engine can be driven, side by side in one run (issue 11's targets:
+// How fast an external engine can be driven, side by side in one run (the targets:
 // the process transport sustains >= 2,000 decode-size operations per second; the plug-in
 // path stays within 1.5x of the built-in path on the same strategy).
 //

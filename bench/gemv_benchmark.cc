@@ -1,5 +1,5 @@
 // gemv_benchmark: the matrix-vector products of one GPT-2 124M decode step (what a generated
-// token costs: ~94% of its time, README "Generation"), against the read bandwidth of the same
+// token costs: ~94% of its time, docs/performance.md), against the read bandwidth of the same
 // binary at the same thread count. Every product reads its weights once, so the step is
 // memory bound and its floor is bytes / bandwidth.
 //

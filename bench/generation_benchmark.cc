@@ -1,9 +1,10 @@
-// generation_benchmark: seed 004's experiment on this machine. A GPT-2 (124M shape by default)
-// with untrained weights generates greedily from a short prompt, without a cache (full
-// recomputation each step) and with each registered cache strategy, at each thread count;
-// prints tokens/s, whether every run produced the same tokens, and the memory-bandwidth limit
-// (the best read bandwidth measured before each run and after the last / bytes of weights read
-// per generated token), with each run's share of it.
+// generation_benchmark: the experiment of the KV-cache chapter of "Build a Large Language Model
+// (From Scratch)" (rasbt/LLMs-from-scratch, ch04/03_kv-cache), on this machine. A GPT-2 (124M
+// shape by default) with untrained weights generates greedily from a short prompt, without a
+// cache (full recomputation each step) and with each registered cache strategy, at each thread
+// count; prints tokens/s, whether every run produced the same tokens, and the memory-bandwidth
+// limit (the best read bandwidth measured before each run and after the last / bytes of
+// weights read per generated token), with each run's share of it.
 //
 //   bazel run --config=opt //bench:generation_benchmark -- [flags]
 //   --weights_out=F  write the generated weights to F (for bench/peers/gpt2_torch.py) and exit
@@ -47,7 +48,9 @@ ABSL_FLAG(std::string, model, "gpt2-124m", "gpt2-124m, or gpt2-tiny (4 layers, w
 ABSL_FLAG(uint64_t, seed, 2024, "seed of the untrained weights");
 ABSL_FLAG(std::string, weights, "", "load the weights from this file instead");
 ABSL_FLAG(std::string, weights_out, "", "write the weights to this file and exit");
-ABSL_FLAG(std::string, prompt, "15496,11,314,716", "prompt token ids (seed 004: 'Hello, I am')");
+ABSL_FLAG(std::string, prompt, "15496,11,314,716",
+          "prompt token ids (GPT-2's 'Hello, I am', the prompt of the KV-cache chapter of "
+          "Build a Large Language Model (From Scratch))");
 ABSL_FLAG(int64_t, new_tokens, 200, "tokens to generate");
 ABSL_FLAG(std::string, threads, "1,2", "thread counts");
 ABSL_FLAG(std::string, strategies, "none,prealloc,concat,interleaved",

@@ -4,7 +4,7 @@
 // Highway dispatches to, the cores, how far apart the first two are (core_latency.h), and the
 // two limits the results are read against, both measured by the same binary: one core's f32
 // FMA peak (fma_peak.h) and one thread's streaming-read bandwidth over 1 GiB
-// (read_bandwidth.h). The README's tables come from
+// (read_bandwidth.h). docs/performance.md's tables come from
 // outputs that carry these lines.
 #ifndef KVCHECK_BENCH_MACHINE_CONTEXT_H_
 #define KVCHECK_BENCH_MACHINE_CONTEXT_H_

@@ -1,7 +1,7 @@
 // Dispatches per second of the Metal kernels on the SIMT emulator (src/metal/msl_cpu/), at
-// the seed documents' decode shapes (9 query heads on 3 KV heads, D 64, f32) and at the
-// property budget's sizes, next to the CPU flash kernel on the same inputs: what a property
-// case through the emulator costs.
+// the decode shapes of candle 0.11's attention measurements (9 query heads on 3 KV heads,
+// D 64, f32) and at the property budget's sizes, next to the CPU flash kernel on the same
+// inputs: what a property case through the emulator costs.
 //
 //   bazel run --config=opt //bench:metal_emulator_benchmark
 #include <string>

@@ -138,6 +138,7 @@ void RecordedStats::Clear() {
   envelope.clear();
   cache.clear();
   soundness = properties::SoundnessStats();
+  margins.clear();
 }
 
 void RecordedStats::MergeFrom(const RecordedStats& other) {
@@ -160,6 +161,7 @@ void RecordedStats::MergeFrom(const RecordedStats& other) {
   soundness.problems += other.soundness.problems;
   soundness.unbounded_elements += other.soundness.unbounded_elements;
   soundness.hull_bounded_elements += other.soundness.hull_bounded_elements;
+  for (const auto& [law, ratios] : other.margins) margins[law].Merge(ratios);
 }
 
 std::string EncodeJobResult(const JobResult& result) {
@@ -189,13 +191,15 @@ std::string EncodeJobResult(const JobResult& result) {
   AppendPart(out, KernelWire(result.stats.kernels));
   AppendPart(out, KernelWire(result.stats.envelope));
   AppendPart(out, SoundnessWire(result.stats.soundness));
+  AppendPart(out, properties::EncodeLawMargins(result.stats.margins));
   return out;
 }
 
 absl::StatusOr<JobResult> DecodeJobResult(std::string_view bytes) {
-  std::string_view header_text, kernels, envelope, soundness;
+  std::string_view header_text, kernels, envelope, soundness, margins;
   if (!TakePart(bytes, &header_text) || !TakePart(bytes, &kernels) ||
-      !TakePart(bytes, &envelope) || !TakePart(bytes, &soundness)) {
+      !TakePart(bytes, &envelope) || !TakePart(bytes, &soundness) ||
+      !TakePart(bytes, &margins)) {
     return absl::InternalError("a job result was cut short");
   }
   JobResult result;
@@ -228,6 +232,7 @@ absl::StatusOr<JobResult> DecodeJobResult(std::string_view bytes) {
   ReadKernelWire(kernels, &result.stats.kernels);
   ReadKernelWire(envelope, &result.stats.envelope);
   ReadSoundnessWire(soundness, &result.stats.soundness);
+  properties::MergeLawMargins(margins, &result.stats.margins);
   return result;
 }
 

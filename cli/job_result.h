@@ -16,6 +16,7 @@
 #include "properties/attention_properties.h"
 #include "properties/bound_soundness.h"
 #include "properties/cache_properties.h"
+#include "properties/law_margins.h"
 #include "properties/property_runner.h"
 
 namespace kvcheck::cli {
@@ -26,6 +27,7 @@ struct RecordedStats {
   properties::KernelStatsMap envelope;
   properties::CacheMachineStatsMap cache;
   properties::SoundnessStats soundness;
+  properties::LawMarginMap margins;
 
   void Clear();
   void MergeFrom(const RecordedStats& other);

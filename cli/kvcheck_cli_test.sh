@@ -82,7 +82,7 @@ expect_exit 3 "$work/badbase.log" "${run[@]}" --baseline="$work/first/report.md"
 # One worker or two: the same tables (cases, command counts, verdicts; not the seconds).
 for threads in 1 2; do
   expect_exit 0 "$work/threads$threads.log" "$kvcheck" --strategy=prealloc,ring --dtype=f32 \
-    --cases=15 --threads=$threads
+    --cases=15 --threads=$threads --verbose
   # Property rows: name cases seconds result; strategy rows: strategy dtype cases commands result.
   awk '$NF == "PASS" || $NF == "FAIL" {print $1, $2, (NF == 5 ? $3 " " $4 : ""), $NF}' \
     "$work/threads$threads.log" | sort >"$work/threads$threads.table"

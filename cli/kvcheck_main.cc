@@ -97,6 +97,10 @@ ABSL_FLAG(std::string, engine_restart, "crash",
           "the protocol) or case (before every case).");
 ABSL_FLAG(std::string, engine_host, "",
           "The kvcheck_engine_host binary for --isolate (default: next to kvcheck).");
+ABSL_FLAG(bool, verbose, false,
+          "Also print a line per property as it ends and, after the summary, the tables behind "
+          "it: every property, the state machines' commands, every kernel's error / bound and "
+          "precision-envelope ratios per dtype, the bound's tightness.");
 ABSL_FLAG(std::string, oracle, "dd",
           "The reference's number type: dd (double-double, ~106 bits, the fast default) or real "
           "(50 decimal digits, the cross-check); reference/ERROR_BOUND.md step 6.");
@@ -276,6 +280,7 @@ absl::StatusOr<Settings> ReadSettings(int argc, char** argv) {
   }
   s.report_dir = UserPath(absl::GetFlag(FLAGS_report));
   s.baseline = UserPath(absl::GetFlag(FLAGS_baseline));
+  s.verbose = absl::GetFlag(FLAGS_verbose);
   return s;
 }
 

@@ -34,13 +34,14 @@ bool DecodeProgress(const std::string& text, properties::DriverProgress* p) {
   return true;
 }
 
-ProgressDisplay::ProgressDisplay(FILE* out, bool interactive, int jobs)
-    : out_(out), interactive_(interactive), jobs_(jobs) {}
+ProgressDisplay::ProgressDisplay(FILE* out, bool interactive, int jobs, bool verbose)
+    : out_(out), interactive_(interactive), verbose_(verbose), jobs_(jobs) {}
 
-void ProgressDisplay::Start(int job, std::string label, int total_cases) {
+void ProgressDisplay::Start(int job, std::string label, int total_cases, bool failure_expected) {
   Running& r = running_[job];
   r.label = std::move(label);
   r.total = total_cases;
+  r.failure_expected = failure_expected;
   r.started = Clock::now();
   Redraw(true);
 }
@@ -50,7 +51,7 @@ void ProgressDisplay::Update(int job, const properties::DriverProgress& progress
   if (found == running_.end()) return;
   Running& r = found->second;
   r.progress = progress;
-  if (!interactive_ && progress.shrinking &&
+  if (!interactive_ && progress.shrinking && (verbose_ || !r.failure_expected) &&
       (progress.shrink_attempts == 1 || progress.shrink_seconds >= r.next_shrink_report)) {
     r.next_shrink_report = progress.shrink_seconds + 5.0;
     std::fprintf(out_, "%s failed after %d cases; shrinking: %d attempts, %d smaller, %.1f s\n",
@@ -58,13 +59,29 @@ void ProgressDisplay::Update(int job, const properties::DriverProgress& progress
                  progress.shrinks_accepted, progress.shrink_seconds);
     std::fflush(out_);
   }
+  Heartbeat();
   Redraw(false);
 }
 
-void ProgressDisplay::Finish(int job, const std::string& line) {
+void ProgressDisplay::Finish(int job, const std::string& line, bool notable) {
   running_.erase(job);
   ++finished_;
-  Print(line);
+  if (notable || verbose_) {
+    Print(line);
+  } else {
+    Heartbeat();
+    Redraw(true);
+  }
+}
+
+void ProgressDisplay::Heartbeat() {
+  if (interactive_ || verbose_) return;
+  const Clock::time_point now = Clock::now();
+  if (now - last_heartbeat_ < std::chrono::seconds(30)) return;
+  last_heartbeat_ = now;
+  std::fprintf(out_, "kvcheck: %d of %d done, %.0f s\n", finished_, jobs_,
+               std::chrono::duration<double>(now - started_).count());
+  std::fflush(out_);
 }
 
 void ProgressDisplay::Print(const std::string& text) {

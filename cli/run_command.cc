@@ -15,7 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/area_summary.h"
 #include "cli/commands.h"
 #include "cli/job_result.h"
 #include "cli/progress_display.h"
@@ -114,6 +116,7 @@ properties::RunOptions BaseOptions(const Settings& settings,
   return options;
 }
 
+// The tables behind the area summary (--verbose).
 void PrintTables(const RecordedStats& stats,
                  const std::vector<report::PropertyResult>& results) {
   std::printf("\n%-50s %8s %9s  %s\n", "property", "cases", "seconds", "result");
@@ -150,6 +153,26 @@ void PrintTables(const RecordedStats& stats,
                 "attention):\n%s",
                 stats.soundness.Report().c_str());
   }
+}
+
+// The failed properties and surviving defects again, after the summary, one line each with
+// the file that replays them: the counterexamples were printed when they were found.
+void PrintFailures(const report::RunReport& report) {
+  std::vector<std::string> lines;
+  for (const report::PropertyResult& p : report.properties) {
+    if (p.status != report::PropertyStatus::kFailed) continue;
+    lines.push_back(absl::StrCat("  FAILED ", p.name, p.ended.empty() ? "" : " (", p.ended,
+                                 p.ended.empty() ? "" : ")",
+                                 p.failure_file.empty() ? ""
+                                                        : absl::StrCat(": kvcheck replay ",
+                                                                       p.failure_file)));
+  }
+  for (const report::DefectResult& d : report.defects) {
+    if (!d.killed) lines.push_back(absl::StrCat("  SURVIVED ", d.name, " (", d.property, ")"));
+  }
+  if (lines.empty()) return;
+  std::printf("\nFailures (each counterexample is printed above, where it was found):\n%s\n",
+              absl::StrJoin(lines, "\n").c_str());
 }
 
 }  // namespace
@@ -255,7 +278,8 @@ int RunCommand(const Settings& settings) {
                 start + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(settings.max_seconds)))
           : std::nullopt;
-  ProgressDisplay display(stderr, isatty(fileno(stderr)) != 0, static_cast<int>(jobs.size()));
+  ProgressDisplay display(stderr, isatty(fileno(stderr)) != 0, static_cast<int>(jobs.size()),
+                          settings.verbose);
   std::vector<Finished> finished(jobs.size());
 
   WorkerPoolCallbacks callbacks;
@@ -281,6 +305,7 @@ int RunCommand(const Settings& settings) {
     for (auto& [key, entry] : *suite.envelope_stats) entry = {};
     for (auto& [name, entry] : *suite.cache_stats) entry = {};
     *suite.soundness = {};
+    suite.law_margins->clear();
     JobResult result;
     if (job.property != nullptr) {
       result.outcome = properties::RunProperty(*job.property, options);
@@ -292,13 +317,15 @@ int RunCommand(const Settings& settings) {
     result.stats.envelope = *suite.envelope_stats;
     result.stats.cache = *suite.cache_stats;
     result.stats.soundness = *suite.soundness;
+    result.stats.margins = *suite.law_margins;
     return EncodeJobResult(result);
   };
   std::vector<bool> started_jobs(jobs.size(), false);
   callbacks.on_progress = [&](size_t index, const std::string& text) {
     if (!started_jobs[index]) {
       started_jobs[index] = true;
-      display.Start(static_cast<int>(index), jobs[index].label, jobs[index].requested_cases);
+      display.Start(static_cast<int>(index), jobs[index].label, jobs[index].requested_cases,
+                    /*failure_expected=*/jobs[index].defect != nullptr);
     }
     properties::DriverProgress progress;
     if (DecodeProgress(text, &progress)) display.Update(static_cast<int>(index), progress);
@@ -321,7 +348,8 @@ int RunCommand(const Settings& settings) {
                                          job.requested_cases, o.seconds,
                                          o.stopped_at_deadline ? " (time limit)" : "",
                                          o.passed ? "" : "  FAILED");
-      display.Finish(static_cast<int>(index), line);
+      display.Finish(static_cast<int>(index), line,
+                     /*notable=*/!o.passed || o.stopped_at_deadline);
       if (!o.passed) {
         if (!o.reproduce.empty()) done.failure_file = WriteFailureFile(settings, o, "", display);
         display.Print(absl::StrCat("FAILED ", o.name, "\n", o.message, "\n", o.replay,
@@ -335,11 +363,10 @@ int RunCommand(const Settings& settings) {
           !o.reproduce.empty()) {
         done.failure_file = WriteFailureFile(settings, o, job.defect->name, display);
       }
+      const bool killed = decoded->kill.has_value() && decoded->kill->killed;
       display.Finish(static_cast<int>(index),
-                     absl::StrFormat("%-60s %s", job.label,
-                                     decoded->kill.has_value() && decoded->kill->killed
-                                         ? "killed"
-                                         : "SURVIVED"));
+                     absl::StrFormat("%-60s %s", job.label, killed ? "killed" : "SURVIVED"),
+                     /*notable=*/!killed);
     }
     done.result = *std::move(decoded);
   };
@@ -374,25 +401,32 @@ int RunCommand(const Settings& settings) {
       report.defects.push_back(DefectResultOf(kill, done.failure_file));
     }
   }
-  if (!report.properties.empty()) PrintTables(stats, report.properties);
-  const int failed = report.Failed();
-  int not_run = 0;
-  for (const report::PropertyResult& p : report.properties) {
-    not_run += p.status == report::PropertyStatus::kNotRun;
-  }
-  if (!report.properties.empty()) {
-    std::printf("\n%d passed, %d failed%s\n",
-              static_cast<int>(report.properties.size()) - failed - not_run, failed,
-                not_run > 0 ? absl::StrCat(", ", not_run, " not run (time limit)").c_str() : "");
-  }
+  if (settings.verbose && !report.properties.empty()) PrintTables(stats, report.properties);
+  std::printf("\n%s", FormatAreaSummary(report.properties, stats, kills).c_str());
+  PrintFailures(report);
   if (!kills.empty()) {
     std::printf("\nDefect catalogue (each must be killed):\n%s",
                 defects::KillTableHeader().c_str());
     for (const defects::KillResult& kill : kills) {
       std::printf("%s", defects::FormatKillRow(kill).c_str());
     }
-    std::printf("\n%d defects survived\n", report.DefectsSurvived());
   }
+  const int failed = report.Failed();
+  int not_run = 0;
+  for (const report::PropertyResult& p : report.properties) {
+    not_run += p.status == report::PropertyStatus::kNotRun;
+  }
+  std::string verdict;
+  if (!report.properties.empty()) {
+    verdict = absl::StrCat(static_cast<int>(report.properties.size()) - failed - not_run,
+                           " passed, ", failed, " failed",
+                           not_run > 0 ? absl::StrCat(", ", not_run, " not run (time limit)") : "");
+  }
+  if (!kills.empty()) {
+    absl::StrAppend(&verdict, verdict.empty() ? "" : "; ", report.DefectsSurvived(),
+                    " defects survived");
+  }
+  std::printf("\n%s\n", verdict.c_str());
 
   report.started = started;
   report.command_line = settings.command_line;

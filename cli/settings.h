@@ -42,6 +42,7 @@ struct Settings {
   std::string failures_dir;     // resolved against the user's directory
   std::string report_dir;       // empty: no report files
   std::string baseline;         // empty: no comparison
+  bool verbose = false;         // --verbose: every property's line and the detailed tables
 };
 
 // A path as the user typed it, made absolute against the directory kvcheck was started from

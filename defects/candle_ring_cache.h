@@ -4,7 +4,7 @@
 //   kPositionsRotatedForFullChunk: an append of S >= W copies the chunk's last W tokens into
 //     slots 0..W-1 in time order and resets the offset, but the positions reported for the
 //     slots come from the rotated formula of positions(n), which assumes the old offset: wrong
-//     whenever the offset was not 0 (the seed's M=6, current=13, offset=1 example);
+//     whenever the offset was not 0 (for example M=6, current=13, offset=1);
 //   kChunkReturnsChunkOnly: an append of S >= W returns the chunk itself (S tokens, its mask
 //     letting a query see W + 1 keys), not the W visible ones.
 #ifndef KVCHECK_DEFECTS_CANDLE_RING_CACHE_H_

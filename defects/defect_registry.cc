@@ -55,7 +55,7 @@ CacheStrategy Prealloc(const char* name, const char* summary,
 
 const Defect kDefects[] = {
     {"prealloc_clone_shares_buffer",
-     "seed 000 (KvCache clone, 'c2 read again'); candle kv_cache.rs Cache derives Clone",
+     "candle 0.11 KvCache clone ('c2 read again'); candle kv_cache.rs Cache derives Clone",
      "Fork copies the buffer handle: both caches write the same storage at their own lengths, "
      "so an append to one overwrites rows the other shows.",
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
@@ -63,7 +63,7 @@ const Defect kDefects[] = {
               &MakePrealloc<PreallocDefect::kCloneSharesBuffer>),
      nullptr, nullptr},
     {"prealloc_rejects_noncontiguous_prefill",
-     "seed 000 ('slice-set only supports contiguous tensors'); candle Cache::append",
+     "candle 0.11 ('slice-set only supports contiguous tensors'); candle Cache::append",
      "The write requires a contiguous source: a (B, S, KH, D).transpose(1, 2) prefill fails, a "
      "single-token decode (size-1 dims are exempt from contiguity) passes.",
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
@@ -71,7 +71,7 @@ const Defect kDefects[] = {
               &MakePrealloc<PreallocDefect::kRejectsNonContiguousPrefill>),
      nullptr, nullptr},
     {"prealloc_grows_only_once",
-     "candle before PR #3035 (growth `if` instead of `while`); seed 000 worked example",
+     "candle before PR #3035 (growth `if` instead of `while`); KvCache::new(2, 4) worked example",
      "An append that needs more than one growth step grows once, then fails (capacity 4, "
      "append 10: grows to 8, then the write fails).",
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
@@ -110,7 +110,7 @@ const Defect kDefects[] = {
               &MakePrealloc<PreallocDefect::kHalvesOutOfStep>),
      nullptr, nullptr},
     {"interleaved_zero_capacity_oob",
-     "seed 000 (RawInterleavedKvCache::new(3, 64, 0) panics: range end index 64 out of range)",
+     "candle 0.11 (RawInterleavedKvCache::new(3, 64, 0) panics: range end index 64 out of range)",
      "The buffer doubles when full; 0 doubles to 0 and the position is written past the end of "
      "the allocation: an out-of-bounds heap write in C++ (the case's child process crashes, or "
      "reports capacity 0 for a non-empty cache; //defects:oob_defect_asan_test shows the "
@@ -120,7 +120,7 @@ const Defect kDefects[] = {
                    &RawInterleavedCache::Create},
      nullptr, nullptr},
     {"ring_positions_wrong_at_n_eq_w",
-     "candle RotatingCache::positions(n) for n == M with offset != 0 (spec 2.3)",
+     "candle RotatingCache::positions(n) for n == M with offset != 0 (kv_cache.rs)",
      "An append of S >= W writes the last W tokens in time order and resets the offset, but the "
      "slot positions come from the rotated formula with the old offset.",
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
@@ -136,7 +136,7 @@ const Defect kDefects[] = {
                    false, &MakeRing<RingDefect::kChunkReturnsChunkOnly>},
      nullptr, nullptr},
     {"scattered_long_prompt_skips_write",
-     "candle ScatteredKvCache::append with context <= T (spec 2.4 defect)",
+     "candle ScatteredKvCache::append with context <= T (kv_cache.rs)",
      "A prompt of S >= context advances the row's positions without writing the cache; the next "
      "decode attends to zero or stale slots.",
      DefectKind::kCache, Killer::kCacheStateMachine, DType::kF32,
@@ -172,7 +172,8 @@ const Defect kDefects[] = {
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kNoRescaleOnNewMax>, nullptr},
     {"attention_half_precision_dot",
-     "candle causal_decode_generic: T::vec_dot rounds the f32 sum to f16/bf16 (spec 3.4 defect B)",
+     "candle causal_decode_generic (cpu_flash/causal.rs): T::vec_dot rounds the f32 sum to "
+     "f16/bf16",
      "The dot product is rounded to the input's half precision before scaling.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kBF16, kNoStrategy,
      &Kernel<AttentionDefect::kHalfPrecisionDot>, nullptr},
@@ -180,16 +181,17 @@ const Defect kDefects[] = {
      "Query head h reads KV head h % KH instead of h / (H / KH).",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kGqaModulo>, nullptr},
-    {"attention_causal_top_left", "candle AttnMask::causal() = kv_offset 0 (spec 3.4)",
+    {"attention_causal_top_left", "candle AttnMask::causal() = kv_offset 0 (cpu_flash/causal.rs)",
      "Causal alignment top-left: query i sits at position i instead of Skv - Sq + i, so new "
      "tokens do not see the cached history.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kCausalTopLeft>, nullptr},
-    {"attention_softcap_decode_bias", "candle causal_decode_f32 (spec 3.4 defect A, D17)",
+    {"attention_softcap_decode_bias",
+     "candle causal_decode_f32 (cpu_flash/causal.rs): ALiBi slope not guarded by max_bias > 0",
      "With softcap on and ALiBi off, decode adds a spurious (kpos - qpos) bias to every score.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kSoftcapDecodeBias>, nullptr},
-    {"attention_masked_row_nan", "softmax over all -inf (candle unfused path, spec 3.7)",
+    {"attention_masked_row_nan", "softmax over all -inf (candle flash_attn_varlen_unfused)",
      "A row with no allowed key comes out NaN (0 / 0) instead of 0.",
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kMaskedRowNaN>, nullptr},
@@ -202,7 +204,7 @@ const Defect kDefects[] = {
      DefectKind::kAttention, Killer::kPrecisionEnvelope, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kCoarseAccumulator>, nullptr},
     {"attention_finite_initial_max",
-     "candle 0.11 sdpa_vector_2pass (spec 4.3: initial max -1e9, finite); masks built with a "
+     "candle 0.11 sdpa_vector_2pass (initial max -1e9, finite); masks built with a "
      "finite minus infinity",
      "The running max starts at -1e9: when every allowed score is more than ~87 below -1e9 "
      "(a row masked with -1e9, as models build masks, plus any score below -87) every weight "
@@ -218,13 +220,13 @@ const Defect kDefects[] = {
      DefectKind::kAttention, Killer::kKernelLaws, DType::kF32, kNoStrategy,
      &Kernel<AttentionDefect::kEmptySplitPoisonsMerge>, nullptr},
     {"metal_vector_ignores_mask_and_causal",
-     "candle 0.11 Metal sdpa (spec 4.1): the vector path ignores mask and do_causal",
+     "candle 0.11 Metal sdpa (ops.rs): the vector path ignores mask and do_causal",
      "The .metal vector kernel built without its causal and mask checks: a decode row sees "
      "keys after its position and keys the mask removes.",
      DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
      &MetalKernel<MetalDefect::kVectorIgnoresMaskAndCausal>, nullptr},
     {"metal_tiled_unclamped_causal_limit",
-     "candle 0.11 steel attention (spec 4.4): kb_lim = ceil(((x+1)*BQ + Lk - Lq) / BK), not "
+     "candle 0.11 steel attention: kb_lim = ceil(((x+1)*BQ + Lk - Lq) / BK), not "
      "clamped to NK (MLX #1999)",
      "With Sq not a multiple of the 32-row tile, the causal key-block limit runs past the key "
      "blocks and loads K and V rows past Skv unchecked: an out-of-bounds read of the last "
@@ -233,13 +235,13 @@ const Defect kDefects[] = {
      DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
      &MetalKernel<MetalDefect::kUnclampedCausalLimit>, nullptr},
     {"metal_tiled_masked_row_nan",
-     "candle 0.11 steel attention (spec 4.4, issue #3388): O /= sum with no zero guard",
+     "candle 0.11 steel attention (candle issue #3388): O /= sum with no zero guard",
      "A query row with no allowed key (mask, window, empty slot) comes out 0 / 0 = NaN "
      "instead of 0.",
      DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
      &MetalKernel<MetalDefect::kMaskedRowNaN>, nullptr},
     {"metal_tiled_f32_threadgroup_budget",
-     "candle 0.11 steel attention (spec 4.4): Q tile + K/V tile in threadgroup memory, f32 "
+     "candle 0.11 steel attention: Q tile + K/V tile in threadgroup memory, f32 "
      "D = 256 needs 53,760 bytes, not checked against the 32 KiB limit",
      "The tiled kernel stages the Q tile (32 x (D + 4) elements) in threadgroup memory beside "
      "its K/V tile; the host sets its length and never checks the total: f32 with a head dim "
@@ -260,24 +262,30 @@ const Defect kDefects[] = {
      DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
      &MetalKernel<MetalDefect::kElementOffsets>, nullptr},
     {"metal_2pass_finite_initial_max",
-     "candle 0.11 sdpa_vector_2pass (spec 4.3): running max starts at -1e9",
+     "candle 0.11 sdpa_vector_2pass: running max starts at -1e9",
      "The .metal 2-pass kernel built with a finite initial max: when every allowed score of a "
      "row lies far below -1e9 (a mask built with a huge finite minus infinity) every weight "
      "underflows against it and the row comes out 0 instead of the softmax over those keys.",
      DefectKind::kAttention, Killer::kMetalKernelLaws, DType::kF32, kNoStrategy,
      &MetalKernel<MetalDefect::kFiniteInitialMax>, nullptr},
-    {"decoder_mask_from_zero", "seed 004 exercise: mask sliced from 0, not the position pointer",
+    {"decoder_mask_from_zero",
+     "Build a Large Language Model (From Scratch), KV-cache chapter exercise: mask sliced from 0, "
+     "not the position pointer",
      "The causal mask of a chunk starts at row 0 instead of the position pointer: in the cached "
      "path the queries sit at positions 0.. while their keys sit at the pointer, so a decoded "
      "token attends to the first key only.",
      DefectKind::kDecoder, Killer::kGenerationLaws, DType::kF32, kNoStrategy, nullptr,
      &MakeGenerator<DecoderDefect::kMaskFromZero>},
-    {"decoder_no_reset_between_generations", "seed 004 exercise: reset_cache not called",
+    {"decoder_no_reset_between_generations",
+     "Build a Large Language Model (From Scratch), KV-cache chapter exercise: reset_kv_cache not "
+     "called",
      "Generate does not reset the caches and the position pointer: a second generation attends "
      "to the tokens of the first.",
      DefectKind::kDecoder, Killer::kGenerationLaws, DType::kF32, kNoStrategy, nullptr,
      &MakeGenerator<DecoderDefect::kNoResetBetweenGenerations>},
-    {"decoder_positions_restart_at_zero", "seed 004 exercise: position ids from 0 when cached",
+    {"decoder_positions_restart_at_zero",
+     "Build a Large Language Model (From Scratch), KV-cache chapter: position ids from 0 when "
+     "cached, not from current_pos",
      "In the cached path each fed chunk gets position ids 0.. (position embeddings, RoPE) "
      "instead of pointer.., while the mask uses the pointer.",
      DefectKind::kDecoder, Killer::kGenerationLaws, DType::kF32, kNoStrategy, nullptr,

@@ -34,7 +34,9 @@ enum class Killer {
 
 struct Defect {
   const char* name;
-  const char* origin;        // seed section or upstream issue / PR
+  // Where the defect comes from: candle 0.11, the KV-cache chapter of "Build a Large Language
+  // Model (From Scratch)", or an upstream issue / PR.
+  const char* origin;
   const char* description;   // what goes wrong
   DefectKind kind;
   Killer killer;

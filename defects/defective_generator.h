@@ -1,5 +1,6 @@
 // File: defective_generator.h
-// The generation-loop defects of seed 004's exercises, as variants of model::Generator:
+// The generation-loop defects of the exercises of the KV-cache chapter of "Build a Large
+// Language Model (From Scratch)", as variants of model::Generator:
 //   kMaskFromZero            the causal mask is sliced from row 0 instead of the position
 //                            pointer: the chunk's queries sit at positions 0.. while its keys
 //                            sit at the pointer (a decoded token sees only the first key);

@@ -1,9 +1,9 @@
 // File: attention_generators.h
-// Generators of attention problems (reference::AttentionProblem): general ones covering the
-// whole of DESIGN.md section 3, and adversarial ones aimed at the error bound (scores near
-// the exp underflow gap, cancellation in v, long rows, near-ties, huge scores, subnormals,
-// half-precision inputs and outputs, scores around 2^40 whose gaps no exp can represent, and
-// tiny scores with values of both signs whose exact outputs cancel to ~1e-90).
+// Generators of attention problems (reference::AttentionProblem): general ones covering the whole
+// attention contract (src/attention/attention_params.h), and adversarial ones aimed at the error
+// bound (scores near the exp underflow gap, cancellation in v, long rows, near-ties, huge scores,
+// subnormals, half-precision inputs and outputs, scores around 2^40 whose gaps no exp can
+// represent, and tiny scores with values of both signs whose exact outputs cancel to ~1e-90).
 #ifndef KVCHECK_PROPERTIES_ATTENTION_GENERATORS_H_
 #define KVCHECK_PROPERTIES_ATTENTION_GENERATORS_H_
 

@@ -1,8 +1,11 @@
 #include "properties/cache_properties.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "properties/case_isolation.h"
 #include "properties/generators.h"
+#include "properties/law_margins.h"
 #include "properties/storage_budget_property.h"
 #include "rapidcheck.h"
 #include "src/cache/registry.h"
@@ -10,9 +13,9 @@
 namespace kvcheck::properties {
 
 // Geometric growth keeps the law; linear growth by a fixed step breaks it.
-PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
+PropertySpec GrowthLawProperty(const CacheStrategy& strategy, LawMarginMap* margins) {
   return PropertySpec{
-      absl::StrCat("cache/", strategy.name, "/growth_law"), 60, [&strategy] {
+      absl::StrCat("cache/", strategy.name, "/growth_law"), 60, [&strategy, margins] {
         // The narrowest dtype the strategy takes (bf16 for the built-in ones).
         DType dtype = DType::kF32;
         for (DType d : {DType::kF16, DType::kBF16}) {
@@ -28,10 +31,11 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
         for (int64_t total = 0; total < target; total += chunks.back()) {
           chunks.push_back(Sometimes(25) ? *Uniform<int64_t>(1, 65) : 1);
         }
-        RunIsolated([&] {
+        const std::string wire = RunIsolatedWithPayload([&] {
           absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(config);
           if (!cache.ok()) RC_FAIL(absl::StrCat("create: ", cache.status().ToString()));
           int64_t total = 0;
+          double worst = 0;  // the largest copied / (3 x appended) after any append
           for (const int64_t seq : chunks) {
             absl::StatusOr<Tensor> k =
                 Tensor::Filled(dtype, {1, heads, seq, head_dim}, 1.0f);
@@ -46,12 +50,19 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy) {
                                    c.bytes_growth_copied, " bytes for ", c.bytes_appended,
                                    " appended (capacity ", (*cache)->capacity(), ")"));
             }
+            worst = std::max(worst, static_cast<double>(c.bytes_growth_copied) /
+                                        (3.0 * static_cast<double>(c.bytes_appended)));
           }
+          LawMarginMap margin;
+          margin["cache/growth copies / 3x appended"].Add(worst);
+          return EncodeLawMargins(margin);
         });
+        MergeLawMargins(wire, margins);
       }};
 }
 
-std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats, const Subject& subject) {
+std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats, const Subject& subject,
+                                          LawMarginMap* margins) {
   std::vector<PropertySpec> properties;
   for (const CacheStrategy& strategy : subject.strategies) {
     for (DType dtype : kAllDTypes) {
@@ -63,7 +74,7 @@ std::vector<PropertySpec> CacheProperties(CacheMachineStatsMap* stats, const Sub
   for (const CacheStrategy& strategy : subject.strategies) {
     // Window strategies never grow (a fixed ring); the law is about growing buffers.
     if (strategy.amortized_growth && !strategy.windowed && strategy.reports_storage) {
-      properties.push_back(GrowthLawProperty(strategy));
+      properties.push_back(GrowthLawProperty(strategy, margins));
     }
   }
   for (const CacheStrategy& strategy : subject.strategies) {

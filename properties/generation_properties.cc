@@ -265,15 +265,18 @@ double TopGap(absl::Span<const float> logits) {
 }
 
 // `actual` against `expected` (the recomputation): logits within the tolerance and the same
-// tokens, up to the first near tie of `expected`.
-void CompareGenerations(const Generation& actual, const Generation& expected, const char* what) {
+// tokens, up to the first near tie of `expected`. Returns the largest error / tolerance.
+double CompareGenerations(const Generation& actual, const Generation& expected, const char* what) {
   RC_ASSERT(actual.tokens.size() == expected.tokens.size());
+  double worst = 0;
   for (size_t t = 0; t < expected.tokens.size(); ++t) {
     const std::vector<float>& want = expected.logits[t];
     const std::vector<float>& got = actual.logits[t];
     const double tolerance = Tolerance(want);
     for (size_t v = 0; v < want.size(); ++v) {
-      if (!(std::fabs(double{got[v]} - want[v]) <= tolerance)) {
+      const double error = std::fabs(double{got[v]} - want[v]);
+      worst = std::max(worst, error / tolerance);
+      if (!(error <= tolerance)) {
         RC_FAIL(absl::StrCat(what, ": step ", t, " logit ", v, " is ", got[v], ", recomputation ",
                              want[v], " (tolerance ", tolerance, "); tokens so far [",
                              absl::StrJoin(actual.tokens.begin(), actual.tokens.begin() + t, ","),
@@ -282,13 +285,21 @@ void CompareGenerations(const Generation& actual, const Generation& expected, co
     }
     if (TopGap(want) < 2 * tolerance) {
       RC_TAG("near tie: compared up to it");
-      return;
+      return worst;
     }
     if (got.size() != want.size() || actual.tokens[t] != expected.tokens[t]) {
       RC_FAIL(absl::StrCat(what, ": step ", t, " chose token ", actual.tokens[t],
                            ", recomputation ", expected.tokens[t]));
     }
   }
+  return worst;
+}
+
+// One case's margin of a generation law, as the payload of its isolated check.
+std::string MarginPayload(const char* law, double worst) {
+  LawMarginMap margin;
+  margin[law].Add(worst);
+  return EncodeLawMargins(margin);
 }
 
 }  // namespace
@@ -301,18 +312,22 @@ GeneratorFactory CorrectGenerator() {
 
 PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, GeneratorFactory factory,
                                            int cases, const std::string& name,
-                                           const Subject& subject) {
+                                           const Subject& subject, LawMarginMap* margins) {
   PropertySpec spec;
   spec.name = name.empty() ? absl::StrCat("generation/", strategy.name) : name;
   spec.default_cases = cases;
-  spec.body = [&strategy, factory, kernels = DecoderKernels(subject)] {
+  spec.body = [&strategy, factory, kernels = DecoderKernels(subject), margins] {
     const DecoderCase c = *GenDecoderCase(strategy.windowed, kernels);
-    RunIsolated([&] {
-      const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
-      const Generation expected = Run(CorrectGenerator(), *decoder, Options(c, nullptr), c);
-      const Generation actual = Run(factory, *decoder, Options(c, &strategy), c);
-      CompareGenerations(actual, expected, "cached vs recomputation");
-    });
+    MergeLawMargins(RunIsolatedWithPayload([&] {
+                      const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
+                      const Generation expected =
+                          Run(CorrectGenerator(), *decoder, Options(c, nullptr), c);
+                      const Generation actual = Run(factory, *decoder, Options(c, &strategy), c);
+                      return MarginPayload(
+                          "generation/cached logits vs recomputation / tolerance",
+                          CompareGenerations(actual, expected, "cached vs recomputation"));
+                    }),
+                    margins);
     RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
     RC_CLASSIFY(c.config.sliding_window > 0, "windowed layers");
     RC_CLASSIFY(
@@ -414,34 +429,40 @@ std::vector<int64_t> ExpectedLayerWindows(const DecoderConfig& config, int64_t c
   return windows;
 }
 
-// `logits` (V values) of position `s` against row s of `exact` ([S, V]).
-void CheckAgainstExact(absl::Span<const float> logits, const std::vector<double>& exact,
-                       int64_t s, const std::string& what) {
+// `logits` (V values) of position `s` against row s of `exact` ([S, V]); returns the largest
+// error / tolerance.
+double CheckAgainstExact(absl::Span<const float> logits, const std::vector<double>& exact,
+                         int64_t s, const std::string& what) {
   const int64_t V = static_cast<int64_t>(logits.size());
   double max_abs = 0;
   for (int64_t v = 0; v < V; ++v) max_abs = std::max(max_abs, std::fabs(exact[s * V + v]));
   const double tolerance = kReferenceLogitTolerance * (1 + max_abs);
+  double worst = 0;
   for (int64_t v = 0; v < V; ++v) {
     const double error = std::fabs(logits[v] - exact[s * V + v]);
+    worst = std::max(worst, error / tolerance);
     if (!(error <= tolerance)) {
       RC_FAIL(absl::StrCat(what, " position ", s, " logit ", v, ": ", logits[v], " vs exact ",
                            exact[s * V + v], " (tolerance ", tolerance, ")"));
     }
   }
+  return worst;
 }
+
+constexpr char kReferenceMargin[] = "generation/logits vs reference decoder / tolerance";
 
 // A generation through a windowed cache (ring, scattered) against the reference decoder
 // over the tokens it fed, with the windows written out independently of the engine.
-PropertySpec WindowedCacheVsReferenceProperty(int cases) {
+PropertySpec WindowedCacheVsReferenceProperty(int cases, LawMarginMap* margins) {
   std::vector<const CacheStrategy*> windowed;
   for (const CacheStrategy* strategy : DecoderStrategies(BuiltinSubject())) {
     if (strategy->windowed) windowed.push_back(strategy);
   }
   return {"generation/windowed_cache_vs_reference", cases,
-          [windowed, kernels = DecoderKernels(BuiltinSubject())] {
+          [windowed, kernels = DecoderKernels(BuiltinSubject()), margins] {
             const CacheStrategy& strategy = *(*GenStrategy(windowed)).strategy;
             const DecoderCase c = *GenDecoderCase(true, kernels);
-            RunIsolated([&] {
+            MergeLawMargins(RunIsolatedWithPayload([&] {
               const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
               const Generation generation =
                   Run(CorrectGenerator(), *decoder, Options(c, &strategy), c);
@@ -450,12 +471,17 @@ PropertySpec WindowedCacheVsReferenceProperty(int cases) {
               const std::vector<double> exact = reference::ReferenceDecoderLogits(
                   decoder->weights(), fed, ExpectedLayerWindows(c.config, c.cache_window));
               const int64_t P = static_cast<int64_t>(c.prompt.size());
+              double worst = 0;
               for (size_t t = 0; t < generation.logits.size(); ++t) {
-                CheckAgainstExact(generation.logits[t], exact, P - 1 + static_cast<int64_t>(t),
-                                  absl::StrCat(strategy.name, " (window ", c.cache_window,
-                                               ") step ", t));
+                worst = std::max(
+                    worst, CheckAgainstExact(generation.logits[t], exact,
+                                             P - 1 + static_cast<int64_t>(t),
+                                             absl::StrCat(strategy.name, " (window ",
+                                                          c.cache_window, ") step ", t)));
               }
-            });
+              return MarginPayload(kReferenceMargin, worst);
+            }),
+                            margins);
             RC_TAG(strategy.name, model::DecoderKindName(c.config.kind));
             RC_CLASSIFY(c.config.sliding_window > 0 && c.config.sliding_window < c.cache_window,
                         "the model's window is the stricter");
@@ -463,16 +489,18 @@ PropertySpec WindowedCacheVsReferenceProperty(int cases) {
           }};
 }
 
-PropertySpec EngineVsReferenceProperty(int cases) {
+PropertySpec EngineVsReferenceProperty(int cases, LawMarginMap* margins) {
   return {
-      "generation/engine_vs_reference", cases, [kernels = DecoderKernels(BuiltinSubject())] {
+      "generation/engine_vs_reference", cases,
+      [kernels = DecoderKernels(BuiltinSubject()), margins] {
         const DecoderCase c = *GenDecoderCase(false, kernels);
-        RunIsolated([&] {
+        MergeLawMargins(RunIsolatedWithPayload([&] {
           const std::unique_ptr<Decoder> decoder = MakeDecoder(c);
           const std::vector<int64_t> windows = ExpectedLayerWindows(c.config, 0);
           const std::vector<double> exact =
               reference::ReferenceDecoderLogits(decoder->weights(), c.prompt, windows);
           const int64_t S = static_cast<int64_t>(c.prompt.size()), V = c.config.vocab_size;
+          double worst = 0;
           for (model::MatmulPath path : {model::MatmulPath::kOptimized, model::MatmulPath::kPlain}) {
             model::ForwardOptions options;
             options.kernel = c.kernel_ptr;
@@ -482,11 +510,15 @@ PropertySpec EngineVsReferenceProperty(int cases) {
                 decoder->Forward(c.prompt, {0, 0}, {}, options);
             RC_ASSERT(logits.ok());
             for (int64_t s = 0; s < S; ++s) {
-              CheckAgainstExact(absl::MakeConstSpan(*logits).subspan(s * V, V), exact, s,
-                                path == model::MatmulPath::kOptimized ? "optimized" : "plain");
+              worst = std::max(
+                  worst, CheckAgainstExact(
+                             absl::MakeConstSpan(*logits).subspan(s * V, V), exact, s,
+                             path == model::MatmulPath::kOptimized ? "optimized" : "plain"));
             }
           }
-        });
+          return MarginPayload(kReferenceMargin, worst);
+        }),
+                        margins);
         RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);
       }};
 }
@@ -520,13 +552,13 @@ PropertySpec TokenChoiceProperty(int cases) {
           }};
 }
 
-std::vector<PropertySpec> GenerationProperties(const Subject& subject) {
+std::vector<PropertySpec> GenerationProperties(const Subject& subject, LawMarginMap* margins) {
   std::vector<PropertySpec> specs;
   if (DecoderStrategies(subject).empty()) return specs;
   for (const CacheStrategy& strategy : subject.strategies) {
     if (!strategy.supports(DType::kF32)) continue;
     specs.push_back(
-        GenerationEquivalenceProperty(strategy, CorrectGenerator(), 400, "", subject));
+        GenerationEquivalenceProperty(strategy, CorrectGenerator(), 400, "", subject, margins));
   }
   specs.push_back(ChunkedPrefillProperty(400, subject));
   // The reset law needs strategies with Reset.
@@ -534,8 +566,8 @@ std::vector<PropertySpec> GenerationProperties(const Subject& subject) {
   for (const CacheStrategy* strategy : DecoderStrategies(subject)) resets &= strategy->resets;
   if (resets) specs.push_back(ResetBetweenGenerationsProperty(CorrectGenerator(), 200, "", subject));
   if (subject.builtin) {
-    specs.push_back(EngineVsReferenceProperty(200));
-    specs.push_back(WindowedCacheVsReferenceProperty(100));
+    specs.push_back(EngineVsReferenceProperty(200, margins));
+    specs.push_back(WindowedCacheVsReferenceProperty(100, margins));
     specs.push_back(TokenChoiceProperty(300));
   }
   return specs;

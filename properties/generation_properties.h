@@ -1,5 +1,6 @@
 // File: generation_properties.h
-// Generation laws (seed 004), on generated small gpt2 / llama decoders with untrained weights:
+// Generation laws (from the KV-cache chapter of "Build a Large Language Model (From Scratch)"),
+// on generated small gpt2 / llama decoders with untrained weights:
 //   - generation/<strategy>: cached greedy generation == full recomputation (windowed
 //     strategies: recomputation over the same window), for every kernel: same tokens, and the
 //     logits of every step within the logit tolerance;
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "properties/law_margins.h"
 #include "properties/property_runner.h"
 #include "properties/subject.h"
 #include "src/cache/registry.h"
@@ -43,18 +45,22 @@ GeneratorFactory CorrectGenerator();
 // The decoders run the subject's kernels when they implement what a decoder needs (causal,
 // windows, positions, GQA), else the built-in ones; the laws draw the subject's strategies.
 // REQUIRES: `strategy` and `subject` outlive the properties.
+// The laws that compare logits with a tolerance record their margins (largest error /
+// tolerance of a case, law_margins.h) into *margins when it is not null.
 PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, GeneratorFactory factory,
                                            int cases, const std::string& name = "",
-                                           const Subject& subject = BuiltinSubject());
+                                           const Subject& subject = BuiltinSubject(),
+                                           LawMarginMap* margins = nullptr);
 PropertySpec ChunkedPrefillProperty(int cases, const Subject& subject = BuiltinSubject());
 PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases,
                                              const std::string& name = "",
                                              const Subject& subject = BuiltinSubject());
-PropertySpec EngineVsReferenceProperty(int cases);
+PropertySpec EngineVsReferenceProperty(int cases, LawMarginMap* margins = nullptr);
 
 // All of the above for every strategy of the subject that takes f32, with the correct
 // generator (engine_vs_reference for the built-in engine only: it checks the decoders).
-std::vector<PropertySpec> GenerationProperties(const Subject& subject = BuiltinSubject());
+std::vector<PropertySpec> GenerationProperties(const Subject& subject = BuiltinSubject(),
+                                               LawMarginMap* margins = nullptr);
 
 }  // namespace kvcheck::properties
 

@@ -1,6 +1,6 @@
 // File: kernel_case.h
-// KernelCase: a generated attention call covering DESIGN.md section 3, biased towards the
-// boundaries where kernels break:
+// KernelCase: a generated attention call covering the attention contract
+// (src/attention/attention_params.h), biased towards the boundaries where kernels break:
 //   - sizes: batch 1..3; GQA groups 1..8 and across the flash kernel's 48-row blocks (16, 49);
 //     head dims 1..256 at and around every vector width (4, 8, 16 floats) and its tails;
 //     Sq = 1 (decode) and prefill rows around the 48-row block; Skv at multiples of the

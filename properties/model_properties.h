@@ -1,7 +1,7 @@
 // File: model_properties.h
 // The generation laws for an external engine's models (token ids in, logits out; src/engine/
-// kvcheck_engine.h), with the model as the oracle of itself (seed 004's hardest check, for any
-// engine):
+// kvcheck_engine.h), with the model as the oracle of itself (for any engine, the hardest check
+// of the KV-cache chapter of "Build a Large Language Model (From Scratch)"):
 //   - model/<model>/cached_equals_recomputation: a sequence fed through the model's cache in
 //     chunks (decode-size steps mostly, chunks of every length up to the whole sequence) gives
 //     the logits of one recomputation without the cache, row by row; and the recomputation is

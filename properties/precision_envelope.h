@@ -18,7 +18,7 @@
 // the well-conditioned elements (|exact| >= m / 4) and the cancelling ones (|exact| < m / 4),
 // over the bounded elements of the checked rows. Failing it is reported as a "precision
 // regression" with the ratio, never folded into the bound. The constants were calibrated on
-// long runs of every registered kernel and dtype (README "Precision envelope").
+// long runs of every registered kernel and dtype (docs/reference-oracle.md).
 #ifndef KVCHECK_PROPERTIES_PRECISION_ENVELOPE_H_
 #define KVCHECK_PROPERTIES_PRECISION_ENVELOPE_H_
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <regex>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -30,6 +31,23 @@ double EnvDouble(const char* name, double fallback) {
   return text != nullptr && absl::SimpleAtod(text, &value) && value > 0 ? value : fallback;
 }
 
+// RapidCheck's failure description without the checker's source: it starts with the check's
+// file and line, then the check's text. An RC_FAIL's text is the C++ that built its message
+// ("RC_FAIL(absl::StrCat(...))"), and the message follows: both go. Another assertion's
+// condition ("RC_ASSERT(x < 50)") stays, with its expansion: it is the only statement of what
+// failed.
+std::string PlainDescription(const std::string& description) {
+  static const std::regex kLocation(R"(^[\w./+-]+\.(cc|h|hpp|cpp):\d+:\n(RC_FAIL\([^\n]*\n\n?)?)");
+  return std::regex_replace(description, kLocation, "", std::regex_constants::format_first_only);
+}
+
+// One generated value of a counterexample: a C++ class's type name says nothing to a reader
+// (its value labels itself), a primitive's type is kept ("long:\n11").
+std::string CounterexampleEntry(const std::string& type, const std::string& value) {
+  const bool class_type = type.find("::") != std::string::npos || type.find('<') != std::string::npos;
+  return class_type ? absl::StrCat(value, "\n") : absl::StrCat(type, ":\n", value, "\n");
+}
+
 // "Falsifiable after 3 cases and 5 shrinks", the counterexample's values, the failure.
 std::string FailureMessage(const DriverResult& result) {
   std::string text = absl::StrCat("Falsifiable after ", result.successes + 1, " cases and ",
@@ -42,9 +60,9 @@ std::string FailureMessage(const DriverResult& result) {
   }
   absl::StrAppend(&text, "\n");
   for (const auto& [type, value] : result.counterexample) {
-    absl::StrAppend(&text, "\n", type, ":\n", value, "\n");
+    absl::StrAppend(&text, "\n", CounterexampleEntry(type, value));
   }
-  absl::StrAppend(&text, "\n", result.description, "\n");
+  absl::StrAppend(&text, "\n", PlainDescription(result.description), "\n");
   return text;
 }
 
@@ -52,7 +70,7 @@ std::string FailureMessage(const DriverResult& result) {
 std::string CounterexampleText(const DriverResult& result) {
   std::string text;
   for (const auto& [type, value] : result.counterexample) {
-    absl::StrAppend(&text, text.empty() ? "" : "\n", type, ":\n", value, "\n");
+    absl::StrAppend(&text, text.empty() ? "" : "\n", CounterexampleEntry(type, value));
   }
   return text;
 }
@@ -148,7 +166,7 @@ PropertyOutcome RunProperty(const PropertySpec& spec, const RunOptions& options)
   }
   outcome.message = FailureMessage(result);
   outcome.counterexample = CounterexampleText(result);
-  outcome.description = result.description;
+  outcome.description = PlainDescription(result.description);
   outcome.end = result.end;
   outcome.shrink_attempts = result.shrink_attempts;
   outcome.shrinks_accepted = result.shrinks_accepted;

@@ -11,6 +11,7 @@
 #include "properties/attention_properties.h"
 #include "properties/bound_soundness.h"
 #include "properties/cache_properties.h"
+#include "properties/law_margins.h"
 #include "properties/property_runner.h"
 #include "properties/subject.h"
 
@@ -28,6 +29,8 @@ struct Suite {
   std::unique_ptr<KernelStatsMap> kernel_stats = std::make_unique<KernelStatsMap>();
   // Precision-envelope ratios of every attention kernel, per dtype.
   std::unique_ptr<KernelStatsMap> envelope_stats = std::make_unique<KernelStatsMap>();
+  // The margins of the laws that compare with a fixed limit (growth, logits), per law.
+  std::unique_ptr<LawMarginMap> law_margins = std::make_unique<LawMarginMap>();
 };
 
 // The default kvcheck run: reference soundness (a few hundred problems) and the oracles'

@@ -7,7 +7,8 @@
 // permutation of the logical ones, each padded; the view narrows every buffer dimension at
 // an offset and permutes back. Padding elements hold a sentinel so that a read outside the
 // view shows up. Identity permutation and no padding gives a plain contiguous tensor;
-// (B, S, KH, D) buffers viewed as (B, KH, S, D) are the transposed inputs of the seed.
+// (B, S, KH, D) buffers viewed as (B, KH, S, D) are the transposed inputs of a model's
+// attention (candle's KvCache rejects them for S > 1).
 #ifndef KVCHECK_PROPERTIES_TENSOR_SPEC_H_
 #define KVCHECK_PROPERTIES_TENSOR_SPEC_H_
 

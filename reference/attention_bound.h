@@ -1,7 +1,6 @@
 // File: attention_bound.h
-// The per-element error bound of DESIGN.md section 4 for an f32-accumulating attention
-// kernel. The derivation, with every assumption, is in reference/ERROR_BOUND.md; the
-// comments here only name the terms.
+// The per-element error bound for an f32-accumulating attention kernel. The derivation, with every
+// assumption, is in reference/ERROR_BOUND.md; the comments here only name the terms.
 //
 // Model of the kernel being bounded ("any reasonable f32 kernel"):
 //   - inputs are exact f32 values (f16/bf16 inputs widen exactly);

@@ -2,9 +2,9 @@
 // AttentionProblem: one attention call written out in plain vectors, exactly as a kernel sees
 // its inputs (values already rounded to the input dtype, then widened to float exactly).
 //
-// This is the reference engine's own description of DESIGN.md section 3; it does not depend
-// on the engine's tensors or parameter structs. Tests build one from the same data they give
-// a kernel.
+// This is the reference engine's own description of the attention contract
+// (src/attention/attention_params.h); it does not depend on the engine's tensors or parameter
+// structs. Tests build one from the same data they give a kernel.
 #ifndef KVCHECK_REFERENCE_ATTENTION_PROBLEM_H_
 #define KVCHECK_REFERENCE_ATTENTION_PROBLEM_H_
 

@@ -1,6 +1,6 @@
 // File: cache_model.h
-// CacheModel: the exact history model of DESIGN.md section 2 that every cache strategy is
-// compared with, bit for bit.
+// CacheModel: the exact history model of the cache contract (src/cache/kv_cache.h) that every
+// cache strategy is compared with, bit for bit.
 //
 // It keeps, per batch row, every token appended since the last reset (its K and V rows as raw
 // element bits, KH * D each) and derives the visible set from the contract alone:

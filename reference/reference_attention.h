@@ -1,6 +1,6 @@
 // File: reference_attention.h
-// Exact attention (DESIGN.md section 3) in a high-precision number type, with the
-// per-element error bound of section 4 (attention_bound.h, derived in ERROR_BOUND.md).
+// Exact attention (the contract of src/attention/attention_params.h) in a high-precision number
+// type, with the per-element error bound (attention_bound.h, derived in ERROR_BOUND.md).
 //
 // Oracles: the same code runs in DoubleDouble (double_double.h, ~106 bits, the fast default)
 // or in Real (real.h, 50 decimal digits, ~166 bits; the cross-check). What an oracle

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# report.html in a real browser (issue 13; tag `manual`): two kvcheck runs write reports (one
+# report.html in a real browser (tag `manual`): two kvcheck runs write reports (one
 # passing: every kernel's histograms, killed defects, a cache strategy; one failing: an engine
 # with a bug, so the Failures section), headless Chromium renders each, and the test fails when
 #   - the page logs a console error, throws, or fails to load anything (a missing image or

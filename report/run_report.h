@@ -3,7 +3,7 @@
 // kernels' observed error / bound ratios, the cache state machines' throughput, the defect
 // catalogue's kills, and the machine it ran on. The four report formats (report_writers.h)
 // and the baseline comparison (baseline.h) read it; report.json is its serialised form
-// (schema in the README, versioned by kReportSchemaVersion), so a later run can read an
+// (schema in docs/ci-and-reports.md, versioned by kReportSchemaVersion), so a later run can read an
 // earlier one back.
 #ifndef KVCHECK_REPORT_RUN_REPORT_H_
 #define KVCHECK_REPORT_RUN_REPORT_H_

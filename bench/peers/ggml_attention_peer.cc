@@ -1,6 +1,6 @@
-// The ggml peer of bench/attention_benchmark.cc's seed table: ggml's CPU attention on the same
-// shapes (f32, 9 query heads, 3 KV heads, D = 64) and the same values (bench/benchmark_values.h,
-// seeds 1, 2, 3 for q, k, v), three ways:
+// The ggml peer of bench/attention_benchmark.cc's candle 0.11 table: ggml's CPU attention on
+// the same shapes (f32, 9 query heads, 3 KV heads, D = 64) and the same values
+// (bench/benchmark_values.h, seeds 1, 2, 3 for q, k, v), three ways:
 //   flash_f32     ggml_flash_attn_ext with f32 K/V (what our kernel gets)
 //   flash_f16kv   ggml_flash_attn_ext with f16 K/V (llama.cpp's default cache type; converted
 //                 once, outside the timing, as a cache would hold them)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The PyTorch peer of seed 004's experiment: the same GPT-2 (weights read from a kvcheck weight
-file, src/model/decoder_weights.h), generating greedily without a cache, with a torch.cat cache
+"""The PyTorch peer of the generation experiment of the KV-cache chapter of "Build a Large
+Language Model (From Scratch)": the same GPT-2 (weights read from a kvcheck weight file,
+src/model/decoder_weights.h), generating greedily without a cache, with a torch.cat cache
 and with a preallocated cache, at the given thread counts.
 
   /usr/bin/python3 bench/peers/gpt2_torch.py WEIGHTS [--prompt 15496,11,314,716]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/peers/run_generation_race.sh — seed 004's experiment, ours beside PyTorch, in one run.
+# bench/peers/run_generation_race.sh — the generation experiment of the KV-cache chapter of
+# "Build a Large Language Model (From Scratch)", ours beside PyTorch, in one run.
 #
 #   bench/peers/run_generation_race.sh [MODEL] [NEW_TOKENS] [THREADS]
 #     MODEL       gpt2-124m (default) or gpt2-tiny

@@ -10,7 +10,7 @@
 #   MAX_FOREIGN (10: each run waits for the cores to be at most 10% busy, and one during which
 #   other processes took more than 10% of its cores runs again, up to ATTEMPTS (4) times).
 #
-# The cases are bench/attention_benchmark.cc's seed table (f32, 9 query heads, 3 KV heads,
+# The cases are bench/attention_benchmark.cc's candle 0.11 table (f32, 9 query heads, 3 KV heads,
 # D = 64; prefill 512 x 512 causal, decode 1 x 1024 and 1 x 4096), one thread pinned to core 0
 # and two threads on cores 0-1. Ours: the flash kernel (f32; for decode also f16 q, K, V), and
 # the grouped matmul + softmax path. ggml: ggml_flash_attn_ext with f32 K/V and with f16 K/V,

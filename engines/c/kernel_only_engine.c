@@ -1,5 +1,6 @@
-/* The smallest useful plug-in: one attention kernel, f32, causal or not (README, "Checking
- * your engine"). kvcheck generates only calls with the declared features (causal, GQA). */
+/* The smallest useful plug-in: one attention kernel, f32, causal or not
+ * (docs/checking-your-engine.md). kvcheck generates only calls with the declared features
+ * (causal, GQA). */
 #include <math.h>
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch KV caches and attention, as the KV-cache chapter of "Build a Large Language Model
-(From Scratch)" (seed 004) writes them, served to kvcheck over its process protocol:
+(From Scratch)" writes them, served to kvcheck over its process protocol:
 
     kvcheck --engine='python3 engines/python/torch_caches.py'            # every check passes
     kvcheck --engine='python3 engines/python/torch_caches.py --bug=NAME' # NAME must be killed

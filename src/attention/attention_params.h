@@ -2,7 +2,7 @@
 // AttentionParams: everything an attention kernel takes besides q, k and v, and the one
 // boundary check every kernel runs before computing (ValidateAttention).
 //
-// The numeric contract (DESIGN.md section 3) every kernel in src/attention implements:
+// The numeric contract every kernel in src/attention implements:
 //   q (B, H, Sq, D), k and v (B, KH, Skv, D), any strides, one dtype (f32, f16 or bf16);
 //   output (B, H, Sq, D), contiguous, in the input dtype.
 //   - GQA: H % KH == 0; query head h reads KV head h / (H / KH).

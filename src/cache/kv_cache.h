@@ -1,6 +1,6 @@
 // File: kv_cache.h
-// KvCache: the interface every cache strategy implements, and the contract of DESIGN.md
-// section 2 that the properties check it against.
+// KvCache: the interface every cache strategy implements, and the cache contract that the
+// properties check it against.
 //
 // A cache holds, per batch row b and KV head h, rows of keys and values of width D.
 //   - Positions: each appended token gets position p = tokens appended to its batch row since

@@ -9,7 +9,7 @@
 //   (B, S, KH, D).transpose(1, 2) views that a contiguity requirement would reject.
 // - Fork is copy-on-write: both caches share the buffers until either appends.
 // - Returned views show the buffer's rows [0, length): not contiguous unless the buffer is
-//   exactly full or B == KH == 1 (the seed's rule); unused capacity is never in a view.
+//   exactly full or B == KH == 1 (candle's rule); unused capacity is never in a view.
 #ifndef KVCHECK_SRC_CACHE_PREALLOC_CACHE_H_
 #define KVCHECK_SRC_CACHE_PREALLOC_CACHE_H_
 

@@ -1,4 +1,4 @@
-// Named tests of the individual strategies: the seed document's worked example, the ring's
+// Named tests of the individual strategies: candle 0.11's KvCache worked example, the ring's
 // golden sequence, the interleaved layout and capacity 0, scattered rows, concat's threaded
 // copy of its history.
 #include <cstdint>
@@ -30,10 +30,10 @@ Tensor Column(const std::vector<float>& values) {
   return *Tensor::FromFloats(DType::kF32, {1, 1, static_cast<int64_t>(values.size()), 1}, values);
 }
 
-// The seed's worked example (KvCache::new(2, 4), appends of 3, 1, 1, 10 ones of shape
+// candle 0.11's worked example (KvCache::new(2, 4), appends of 3, 1, 1, 10 ones of shape
 // (1, 3, n, 64)) with our prealloc semantics: the same returned shapes and contiguity, and
 // geometric growth 4 -> 8 -> 16 where candle grows linearly by 4 (4 -> 8 -> 12 -> 16).
-TEST(PreallocCache, SeedWorkedExample) {
+TEST(PreallocCache, CandleWorkedExample) {
   std::unique_ptr<KvCache> cache = Make(PreallocCache::Create({.initial_capacity = 4}));
   struct Step {
     int64_t append, returned;

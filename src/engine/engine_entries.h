@@ -1,7 +1,7 @@
 // File: engine_entries.h
 // An external engine's strategies and kernels as registry entries (CacheStrategy,
-// AttentionKernel), so that every property that iterates a registry runs on them: the
-// "looks exactly like a registry entry" of DESIGN.md section 1 (src/engine/).
+// AttentionKernel), so that every property that iterates a registry runs on them: an
+// external engine looks exactly like a registry entry.
 //
 // Flags map one to one: WINDOWED -> windowed, PER_ROW -> per_row, FORK -> forks, RESET ->
 // resets (a strategy without Reset still resets, by re-creation: external_cache.h), STATS ->

@@ -13,7 +13,7 @@
  * `abi_version == KVCHECK_ENGINE_ABI_VERSION` and reads only the first `struct_size` bytes
  * (fields are only ever appended, so an engine built against an older header stays loadable).
  *
- * What kvcheck checks is the contract of kvcheck's DESIGN.md sections 2 and 3, the same as
+ * What kvcheck checks is its cache and attention contract (docs/contract.md), the same as
  * for its own strategies and kernels:
  *   - caches: positions count tokens since the last reset; a full cache shows every token
  *     since the reset, a window-W cache the last W; an append returns the visible K and V

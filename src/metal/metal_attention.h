@@ -37,7 +37,7 @@ absl::StatusOr<Tensor> MetalTwoPassAttention(const Tensor& q, const Tensor& k, c
 absl::StatusOr<Tensor> MetalTiledAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                                            const AttentionParams& params);
 
-// The dispatcher, candle's rule (spec section 4.1) with its thresholds named: one query row
+// The dispatcher, candle's rule (candle_nn::ops::sdpa) with its thresholds named: one query row
 // goes to the vector kernel, or to the 2-pass kernel from kTwoPassMinKeys keys on; more rows
 // go to the tiled kernel.
 inline constexpr int64_t kVectorMaxRows = 1;
@@ -57,7 +57,7 @@ int64_t EmulatorMicroseconds(MetalKernelChoice kernel, int64_t batch_heads, int6
 // For hosts that change a dispatch before it runs (the defect models of defects/) and for
 // kernels of the same interface built under another name: a user's variant of these .metal
 // files, compiled with msl_kernel_library(prefix = "mine/"), runs through this host with
-// kernel_prefix "mine/" and gets every law (README: "Check your own .metal kernel").
+// kernel_prefix "mine/" and gets every law (docs/metal.md).
 struct MetalCall {
   MetalKernelChoice kernel = MetalKernelChoice::kVector;
   std::string kernel_prefix;

@@ -5,12 +5,12 @@
 // Forward(tokens, positions, caches, options):
 //   - token i sits at absolute position positions.first + i: gpt2 adds position embedding
 //     row first + i, llama rotates q and k by that position (RoPE);
-//   - with caches (one per layer), each layer appends the chunk's K and V, given as
-//     (1, KH, S, D) views transposed out of the [S, KH, D] projection (the seed's
-//     non-contiguous prefill), and attends to what the cache returns (a windowed layer fed
-//     more than one token attends to what the cache showed before the chunk plus the chunk:
-//     the cache itself keeps only the last window positions); without caches it
-//     attends to the chunk's own K and V (a full recomputation feeds the whole sequence);
+//   - with caches (one per layer), each layer appends the chunk's K and V, given as (1, KH, S, D)
+//     views transposed out of the [S, KH, D] projection (the non-contiguous prefill that candle's
+//     KvCache rejects), and attends to what the cache returns (a windowed layer fed more than one
+//     token attends to what the cache showed before the chunk plus the chunk: the cache itself
+//     keeps only the last window positions); without caches it attends to the chunk's own K and V
+//     (a full recomputation feeds the whole sequence);
 //   - attention is causal with the query of token i at positions.query_first + i (the mask is
 //     built from absolute positions; correct callers pass query_first == first), and
 //     layer_windows[l] > 0 restricts layer l to that many most recent positions;

@@ -1,7 +1,7 @@
 // File: decoder_weights.h
 // DecoderWeights: every parameter of a decoder as row-major f32 arrays in one arena (in the
-// order a decode step reads them), generated from a seed (untrained, as in seed 004) or read
-// from / written to a weight file.
+// order a decode step reads them), generated from a seed (untrained, as in the KV-cache chapter
+// of "Build a Large Language Model (From Scratch)") or read from / written to a weight file.
 //
 // Linear layers are stored [out, in] (y = W x + b). The canonical order of the tensors
 // (ForEachWeight) is the order of the weight file and of RandomWeights' draws.
@@ -90,7 +90,7 @@ struct LayerWeights {
 // first touch. A decode step streams the whole arena once, front to back; with a separate
 // allocation per tensor, each would start a new stream and its tail (a 768 x 768 matrix is
 // 2.25 MiB) would lie on 4 KiB pages. Measured with generation_benchmark's paired runs
-// (README, "Generation: seed 004's race").
+// (docs/generation.md).
 struct DecoderWeights {
   DecoderWeights() = default;
   // Copies the values into a new arena (throws std::bad_alloc where that allocation fails).

@@ -1,5 +1,6 @@
 // File: generator.h
-// Generator: the generation loop of seed 004 around a Decoder.
+// Generator: the generation loop of the KV-cache chapter of "Build a Large Language Model (From
+// Scratch)" around a Decoder.
 //   - Feed(tokens) runs a chunk (the prompt, part of it, or one new token) at the position
 //     pointer and advances the pointer by the number of tokens fed;
 //   - with a cache strategy, each layer keeps a KvCache and only the new tokens are run; with

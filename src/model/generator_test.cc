@@ -283,10 +283,10 @@ TEST(GeneratorTest, PositionPointerStaysOnError) {
   EXPECT_EQ((*g)->position(), 3);
 }
 
-// Seed 004's check, on fixed small models: every strategy and kernel generates the tokens of
-// full recomputation (windowed strategies: recomputation over the same window). One test per
-// model, so that the test's shards (BUILD) split the work: the emulated Metal kernels make it
-// take minutes under ASan.
+// The check of the KV-cache chapter of "Build a Large Language Model (From Scratch)", on fixed
+// small models: every strategy and kernel generates the tokens of full recomputation (windowed
+// strategies: recomputation over the same window). One test per model, so that the test's
+// shards (BUILD) split the work: the emulated Metal kernels make it take minutes under ASan.
 void CheckCachedGenerationEqualsRecomputation(const DecoderConfig& config) {
   const std::unique_ptr<Decoder> decoder = MakeDecoder(config);
   const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9};

@@ -5,12 +5,12 @@
 // >= 0, and the number of elements and the largest reachable element offset fit in int64_t.
 // The factories return an error (never a wrapped value) when they would not.
 //
-// Contiguity follows the rule of the engines kvcheck models (candle's Shape::is_contiguous,
-// see shared/spec section 1.2): walking from the innermost dimension outwards with acc = 1,
-// every dimension of size > 1 must have stride == acc, then acc *= size. Dimensions of size
-// 1 (and 0) are not checked, and the start offset does not matter. So (B,1,H,D) transposed
-// to (B,H,1,D) is contiguous, while a narrowed (B,H,n,D) view of a (B,H,Cap,D) buffer is
-// contiguous only when n == Cap or B == H == 1.
+// Contiguity follows the rule of the engines kvcheck models (candle's Shape::is_contiguous):
+// walking from the innermost dimension outwards with acc = 1, every dimension of size > 1
+// must have stride == acc, then acc *= size. Dimensions of size 1 (and 0) are not checked,
+// and the start offset does not matter. So (B,1,H,D) transposed to (B,H,1,D) is contiguous,
+// while a narrowed (B,H,n,D) view of a (B,H,Cap,D) buffer is contiguous only when n == Cap or
+// B == H == 1.
 #ifndef KVCHECK_SRC_TENSOR_LAYOUT_H_
 #define KVCHECK_SRC_TENSOR_LAYOUT_H_
 

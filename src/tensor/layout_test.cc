@@ -26,9 +26,9 @@ TEST(Layout, ContiguousStridesAndCount) {
   EXPECT_TRUE(layout->is_contiguous());
 }
 
-// The seed's rule: a narrowed (B, H, n, D) view of a (B, H, Cap, D) buffer is contiguous only
+// candle's rule: a narrowed (B, H, n, D) view of a (B, H, Cap, D) buffer is contiguous only
 // when n == Cap or B == H == 1; size-1 dimensions are not checked.
-TEST(Layout, ContiguityRuleOfTheSeedDocument) {
+TEST(Layout, ContiguityRuleOfCandle) {
   auto narrowed = [](int64_t b, int64_t h, int64_t n, int64_t cap) {
     const Layout buffer = *Layout::Contiguous({b, h, cap, 64});
     return Layout::Strided({b, h, n, 64}, buffer.strides(), 0)->is_contiguous();

@@ -172,8 +172,8 @@ TEST(Tensor, ReshapeViewsWhenPossibleAndCopiesOtherwise) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("24 elements")));
 }
 
-// The seed's trap, with our semantics: (B, S, H, D).transpose(1, 2) is non-contiguous for
-// S > 1 and contiguous for S == 1; SliceSet accepts both.
+// candle 0.11's KvCache trap, with our semantics: (B, S, H, D).transpose(1, 2) is non-contiguous
+// for S > 1 and contiguous for S == 1; SliceSet accepts both.
 TEST(Tensor, SliceSetAcceptsTransposedSources) {
   for (int64_t seq : {1, 3}) {
     Tensor bshd = Iota(DType::kF32, {1, seq, 3, 4});

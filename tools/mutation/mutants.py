@@ -1,7 +1,7 @@
 # Mutants of the engine (src/) for tools/mutation/mutate.py: (name, file, text, replacement,
 # what it breaks[, why it cannot be killed]). Each text occurs exactly once in its file
 # (`mutate.py check` says which no longer do after an edit). Written from the defect classes
-# of the brief (aliasing, growth, positions and masks, windows, online softmax, precision,
+# kvcheck targets (aliasing, growth, positions and masks, windows, online softmax, precision,
 # token choice), at and around boundaries.
 
 
@@ -1595,7 +1595,7 @@ MUTANTS = [
         '    counters_.bytes_other_copied += 4 * k_.num_elements() * element_size;',
         'concat counts its cat twice',
     ),
-    # Fifth campaign (helper-written, with predictions): the SIMD attention kernels, tensors,
+    # Fifth campaign (with predictions): the SIMD attention kernels, tensors,
     # slot buffers, naive attention, parameter validation, the kernel registry.
     (
         'decode_tail_row0_q',

@@ -1,5 +1,5 @@
 // sdpa_2pass: attention for long key ranges in two dispatches, the decomposition of MLX's and
-// candle's sdpa_vector_2pass (spec section 4), with the whole contract in both passes:
+// candle's sdpa_vector_2pass, with the whole contract in both passes:
 //   1. sdpa_2pass_blocks: the keys split into 32 blocks; a threadgroup of 4 simdgroups per
 //      (query row, head, batch row, block) attends over its block (sdpa_common.h) and stores
 //      the block's state, unnormalised, in f32 (not in the input dtype, as candle's does:

@@ -73,7 +73,7 @@ inline bool KeyAllowed(constant SdpaParams& p, const device float* mask,
   kpos = p.has_kv_positions ? kv_positions[long(b) * p.kv_len + j] : long(j);
   bias = 0.0f;
   if (qpos < 0 || kpos < 0) return false;
-#ifndef KVCHECK_DEFECT_IGNORES_MASK_AND_CAUSAL  // candle's vector path (spec 4.1)
+#ifndef KVCHECK_DEFECT_IGNORES_MASK_AND_CAUSAL  // candle's vector path
   if (p.causal && kpos > qpos) return false;
 #endif
   if (p.window > 0 && qpos - kpos >= p.window) return false;
@@ -120,7 +120,7 @@ void AttendKeys(const device T* q, const device T* k, const device T* v, device 
                        : 0.0f;
   }
 
-#ifdef KVCHECK_DEFECT_FINITE_INITIAL_MAX  // candle's sdpa_vector_2pass (spec 4.3)
+#ifdef KVCHECK_DEFECT_FINITE_INITIAL_MAX  // candle's sdpa_vector_2pass
   float running_max = -1e9f;
 #else
   float running_max = -numeric_limits<float>::infinity();

@@ -1,5 +1,5 @@
 // sdpa_tiled: prefill attention in tiles, the decomposition of MLX's and candle's steel
-// attention (spec section 4.4) with the whole contract of DESIGN.md section 3:
+// attention, with the whole attention contract (src/attention/attention_params.h):
 //   - a threadgroup of 4 simdgroups takes 32 query rows (8 per simdgroup: one row of 8 x 8
 //     fragments) of one head and batch row, and walks the keys 16 at a time: the block's keys,
 //     then its values, in threadgroup memory (head dims padded with zeros to a multiple of 8);
@@ -106,7 +106,7 @@ template <typename T>
   simdgroup_matrix<float, 8, 8> qf[kMaxDimBlocks];
 #ifdef KVCHECK_DEFECT_Q_TILE_IN_THREADGROUP
   // Staged through threadgroup memory first, as steel's kernel does: with the K/V tile, f32
-  // and a large head dim exceed the 32 KiB budget (candle does not check it, spec 4.4).
+  // and a large head dim exceed the 32 KiB budget (candle does not check it).
   const int q_stride = D8 + 4;
   for (int e = int(tid); e < kSdpaTiledRows * q_stride; e += kSdpaTiledSimdgroups * 32) {
     const int row = int(group.x) * kSdpaTiledRows + e / q_stride, d = e % q_stride;
@@ -143,7 +143,7 @@ template <typename T>
   int block_limit = key_blocks;
   if (p.causal && !p.has_q_positions && !p.has_kv_positions) {
     const long last_qpos = long(p.kv_len - p.q_len) + (int(group.x) + 1) * kSdpaTiledRows - 1;
-#ifdef KVCHECK_DEFECT_UNCLAMPED_CAUSAL_LIMIT  // candle's steel kb_lim (spec 4.4, MLX #1999)
+#ifdef KVCHECK_DEFECT_UNCLAMPED_CAUSAL_LIMIT  // candle's steel kb_lim (MLX #1999)
     block_limit = max(0, int((last_qpos + kSdpaTiledKeys) / kSdpaTiledKeys));
 #else
     block_limit = min(key_blocks, max(0, int((last_qpos + kSdpaTiledKeys) / kSdpaTiledKeys)));

@@ -1,9 +1,9 @@
-// sdpa_vector: attention of one query row per threadgroup (the decode shape), the
-// decomposition of MLX's and candle's sdpa_vector (spec section 4), with the whole contract of
-// DESIGN.md section 3 in this path (candle's vector path ignores masks and causality): a
-// threadgroup of 32 simdgroups x 32 lanes per (query row i, head h, batch row b) attends over
-// every key (sdpa_common.h). Inputs in T (float, half, bfloat), accumulation in f32, output
-// rounded to T once.
+// sdpa_vector: attention of one query row per threadgroup (the decode shape), the decomposition of
+// MLX's and candle's sdpa_vector, with the whole attention contract
+// (src/attention/attention_params.h) in this path (candle's vector path ignores masks and
+// causality): a threadgroup of 32 simdgroups x 32 lanes per (query row i, head h, batch row b)
+// attends over every key (sdpa_common.h). Inputs in T (float, half, bfloat), accumulation in f32,
+// output rounded to T once.
 #include <metal_stdlib>
 
 using namespace metal;

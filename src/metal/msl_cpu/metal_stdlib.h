@@ -244,7 +244,7 @@ inline bool isinf(float x) { return std::isinf(x); }
 inline bool isfinite(float x) { return std::isfinite(x); }
 
 // fast:: and precise:: name the same functions here: the emulator does not model fast::'s
-// ulps (README: what the emulator proves and what it does not).
+// ulps (docs/metal.md: what the emulator proves and what it does not).
 namespace fast {
 using metal::exp;
 using metal::exp2;
