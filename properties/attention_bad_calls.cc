@@ -257,7 +257,7 @@ PropertySpec EmptyCalls(const Subject& subject) {
             AttentionParams params;
             if (features & kFeatureCausal) params.causal = *rc::gen::arbitrary<bool>().as("causal");
             if (features & kFeatureWindow) params.window = *rc::gen::inRange<int64_t>(0, 5).as("window");
-            if (features & kFeatureSoftcap) params.softcap = *rc::gen::element(0.0f, 30.0f).as("softcap");
+            if (features & kFeatureSoftcap) params.softcap = *Choice(0.0f, 30.0f).as("softcap");
             if ((features & kFeatureAlibi) && heads > 0 && *rc::gen::arbitrary<bool>().as("ALiBi")) {
               params.alibi_slopes.assign(heads, -0.125f);
             }

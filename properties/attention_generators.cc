@@ -27,13 +27,13 @@ AttentionProblem GenShapeAndFeatures(int64_t max_kv_len, bool features) {
   AttentionProblem p;
   p.batch = *Uniform<int64_t>(1, 3);
   p.num_kv_heads = *Uniform<int64_t>(1, 3);
-  p.num_heads = p.num_kv_heads * *rc::gen::element<int64_t>(1, 2, 3);
-  p.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64);
+  p.num_heads = p.num_kv_heads * *Choice<int64_t>(1, 2, 3);
+  p.head_dim = *Choice<int64_t>(1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64);
   p.q_len = *Uniform<int64_t>(1, 4);
   p.kv_len = *Uniform<int64_t>(0, max_kv_len + 1);
-  if (Sometimes(25)) p.scale = *rc::gen::element(1.0f, 0.125f, 0.3f);
+  if (Sometimes(25)) p.scale = *Choice(1.0f, 0.125f, 0.3f);
   if (!features) return p;
-  if (Sometimes(25)) p.softcap = *rc::gen::element(1.0f, 5.0f, 30.0f, 50.0f);
+  if (Sometimes(25)) p.softcap = *Choice(1.0f, 5.0f, 30.0f, 50.0f);
   if (Sometimes(25)) {
     for (int64_t h = 0; h < p.num_heads; ++h) {
       p.alibi_slopes.push_back(std::ldexp(1.0f, -static_cast<int>(h + 1)));
@@ -42,12 +42,12 @@ AttentionProblem GenShapeAndFeatures(int64_t max_kv_len, bool features) {
   p.causal = Sometimes(50);
   if (Sometimes(25)) p.window = *Uniform<int64_t>(1, 8);
   if (Sometimes(25)) {
-    p.mask_batch = *rc::gen::element<int64_t>(1, p.batch);
-    p.mask_heads = *rc::gen::element<int64_t>(1, p.num_heads);
+    p.mask_batch = *Choice<int64_t>(1, p.batch);
+    p.mask_heads = *Choice<int64_t>(1, p.num_heads);
     p.mask = Values(p.mask_batch * p.mask_heads * p.q_len * p.kv_len,
                     rc::gen::weightedOneOf<float>({{3, rc::gen::just(0.0f)},
                                                    {1, rc::gen::just(-INFINITY)},
-                                                   {2, rc::gen::element(-1.0f, 0.5f, -3.25f)}}));
+                                                   {2, Choice(-1.0f, 0.5f, -3.25f)}}));
   }
   return p;
 }
@@ -71,7 +71,7 @@ AttentionProblem Generate(int family) {
       p.scale = 1.0f;
       FillQkv(p, rc::gen::just(1.0f), Normalish(1.0f), Normalish(1.0f));
       for (float& k : p.k) {
-        k = *rc::gen::element(0.0f, -70.0f, -79.5f, -80.0f, -86.0f, -88.5f, -103.0f, -104.5f) +
+        k = *Choice(0.0f, -70.0f, -79.5f, -80.0f, -86.0f, -88.5f, -103.0f, -104.5f) +
             k / 64.0f;
       }
       return p;
@@ -81,7 +81,7 @@ AttentionProblem Generate(int family) {
       FillQkv(p, Normalish(0.01f), Normalish(0.01f),
               rc::gen::map(rc::gen::arbitrary<bool>(),
                            [](bool b) { return b ? 16384.0f : -16384.0f; }));
-      for (float& v : p.v) v += *rc::gen::element(0.0f, 0.5f, 1.0f / 1024.0f);
+      for (float& v : p.v) v += *Choice(0.0f, 0.5f, 1.0f / 1024.0f);
       return p;
     }
     case 3: {  // long_row: up to 1500 keys, one query
@@ -89,7 +89,7 @@ AttentionProblem Generate(int family) {
       p.batch = 1;
       p.num_heads = p.num_kv_heads = 1;
       p.q_len = 1;
-      p.head_dim = *rc::gen::element<int64_t>(1, 2, 4);
+      p.head_dim = *Choice<int64_t>(1, 2, 4);
       p.kv_len = *Uniform<int64_t>(200, 1501);
       FillQkv(p, Normalish(1.0f), Normalish(1.0f), Normalish(1.0f));
       return p;
@@ -100,14 +100,14 @@ AttentionProblem Generate(int family) {
       const std::vector<float> base = Values(p.head_dim, Normalish(1.0f));
       for (size_t e = 0; e < p.k.size(); ++e) {
         const float b = base[e % p.head_dim];
-        p.k[e] = std::nextafter(b, *rc::gen::element(b + 1.0f, b - 1.0f, b));
+        p.k[e] = std::nextafter(b, *Choice(b + 1.0f, b - 1.0f, b));
       }
       return p;
     }
     case 5: {  // huge_scores: |s| around 1e4
       AttentionProblem p = GenShapeAndFeatures(48, true);
       p.scale = 1.0f;
-      p.head_dim = *rc::gen::element<int64_t>(1, 2, 4, 8);
+      p.head_dim = *Choice<int64_t>(1, 2, 4, 8);
       FillQkv(p, Normalish(32.0f), Normalish(32.0f), Normalish(1.0f));
       return p;
     }
@@ -121,7 +121,7 @@ AttentionProblem Generate(int family) {
     }
     case 7: {  // half_precision: inputs and output in f16 or bf16
       AttentionProblem p = GenShapeAndFeatures(64, true);
-      p.output_dtype = *rc::gen::element(DType::kF16, DType::kBF16);
+      p.output_dtype = *Choice(DType::kF16, DType::kBF16);
       FillQkv(p, Normalish(1.0f), Normalish(1.0f), Normalish(4.0f));
       for (std::vector<float>* values : {&p.q, &p.k, &p.v}) {
         for (float& x : *values) x = RoundToDType(x, p.output_dtype);
@@ -131,7 +131,7 @@ AttentionProblem Generate(int family) {
     case 8: {  // extreme_scores: |s| up to ~2^40, gaps far past any exp range
       AttentionProblem p = GenShapeAndFeatures(16, false);
       p.scale = 1.0f;
-      p.head_dim = *rc::gen::element<int64_t>(1, 2, 4);
+      p.head_dim = *Choice<int64_t>(1, 2, 4);
       const rc::Gen<float> huge = rc::gen::map(
           rc::gen::pair(rc::gen::inRange(-1024, 1025), rc::gen::inRange(0, 21)),
           [](std::pair<int, int> me) { return std::ldexp(static_cast<float>(me.first), me.second); });
@@ -142,8 +142,8 @@ AttentionProblem Generate(int family) {
       AttentionProblem p = GenShapeAndFeatures(4, false);
       p.head_dim = 1;
       p.scale = 1.0f;
-      const rc::Gen<float> tiny = rc::gen::element(0.0f, 0x1p-149f, -0x1p-149f, 0x1p-140f, 1.0f);
-      FillQkv(p, tiny, tiny, rc::gen::element(1.0f, -1.0f, 0.5f));
+      const rc::Gen<float> tiny = Choice(0.0f, 0x1p-149f, -0x1p-149f, 0x1p-140f, 1.0f);
+      FillQkv(p, tiny, tiny, Choice(1.0f, -1.0f, 0.5f));
       return p;
     }
     default: {  // random

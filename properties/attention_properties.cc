@@ -278,7 +278,7 @@ PropertySpec ThreadsAndSplits() {
             // tile ending inside a vector run on short rows too.
             const int tile_keys =
                 (*Label("flash decode tile keys (0: automatic)",
-                        rc::gen::element(0, 0, 1, 2, 7, 16, 31, 32, 33, 64, 100))).value;
+                        Choice(0, 0, 1, 2, 7, 16, 31, 32, 33, 64, 100))).value;
             RunIsolated([&] {
               const ReferenceAttention exact = reference::ComputeReferenceAttention(c.problem);
               const KernelInputs in = Inputs(c);
@@ -367,7 +367,7 @@ PropertySpec RingEqualsWindowedHistory() {
             const int64_t kv_heads = (*Label("KV heads KH", Uniform<int64_t>(1, 3))).value;
             const int64_t group = (*Label("query heads per KV head", Uniform<int64_t>(1, 4))).value;
             const int64_t head_dim =
-                (*Label("head dim D", rc::gen::element<int64_t>(1, 4, 8, 33, 64))).value;
+                (*Label("head dim D", Choice<int64_t>(1, 4, 8, 33, 64))).value;
             const int64_t window = (*Label("ring window W", Uniform<int64_t>(1, 40))).value;
             const int64_t total = (*Label("tokens appended", Uniform<int64_t>(1, 120))).value;
             const std::vector<int64_t> kv_shape = {batch, kv_heads, total, head_dim};

@@ -26,6 +26,8 @@
 
 #include "properties/cache_counter_laws.h"
 #include "properties/property_runner.h"
+#include "rapidcheck.h"
+#include "rapidcheck/state.h"
 #include "reference/cache_model.h"
 #include "src/cache/kv_cache.h"
 #include "src/cache/registry.h"
@@ -65,6 +67,17 @@ struct CacheMachineModel {
 
 // The initial model in a counterexample: strategy, dtype, configuration, shapes, all labelled.
 void showValue(const CacheMachineModel& model, std::ostream& os);
+
+struct CacheMachineSut;
+using CacheCommands =
+    std::vector<std::shared_ptr<const rc::state::Command<CacheMachineModel, CacheMachineSut>>>;
+
+// What the state machine draws: the initial model (strategy configuration, the shapes of
+// first appends), then the command sequence run from it. Every draw inside a command happens
+// whatever the others give, so that a sequence shrinks to the commands and sizes a failure
+// needs.
+rc::Gen<CacheMachineModel> GenInitialModel(const CacheStrategy& strategy, DType dtype);
+rc::Gen<CacheCommands> GenCacheCommands(const CacheMachineModel& initial);
 
 struct SavedView {
   CacheView view;

@@ -36,8 +36,8 @@ Tensor Zeros(DType dtype, std::vector<int64_t> shape) {
 BadAppend::BadAppend(const Model& m) : branch_(PickBranch(m)), kind_(*Uniform(0, int{kNumKinds})) {
   const bool fixed = m.branches[branch_].model.shape().has_value();
   RC_PRE(fixed || kind_ > kWrongHeadDim);
-  if (kind_ == kZeroSize) zero_dim_ = *rc::gen::element(0, 1, 3);
-  if (kind_ == kKvMismatch) mismatch_dim_ = *rc::gen::element(2, 0, 1, 3, 4);
+  if (kind_ == kZeroSize) zero_dim_ = *Choice(0, 1, 3);
+  if (kind_ == kKvMismatch) mismatch_dim_ = *Choice(2, 0, 1, 3, 4);
   if (kind_ == kKvMismatch || kind_ == kWrongRank) v_is_wrong_ = *Uniform(0, 2) == 0;
   if (kind_ == kActiveFlags) flags_ = *Uniform(0, 3);
   into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append

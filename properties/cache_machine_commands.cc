@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -17,24 +18,33 @@ thread_local std::set<std::string>* current_events = nullptr;
 
 // Cache contents: finite values from a seed (the bits matter, not which values: the laws are
 // bit-exact), and now and then a few NaN/inf; plain, transposed or hostile layouts.
+// One draw whose inner draws are the same whatever they give: shrinking K's layout never
+// redraws V (command arguments shrink draw by draw, in order, redrawing what follows).
 TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
-  const int layout = *Uniform(0, 4);
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
-  TensorSpec spec = TensorSpec::Contiguous(
-      dtype, shape, SeededElements(*rc::gen::arbitrary<uint64_t>(), count, dtype));
-  if (layout == 1) spec.buffer_order = {0, 2, 1, 3};  // (B, S, KH, D).transpose(1, 2)
-  if (layout == 2) spec = *GenLayoutFor(std::move(spec));
-  if (!spec.values.empty() && *Uniform(0, 8) == 7) {  // shrinks to no special values
-    for (int n = *Uniform(1, 4); n > 0; --n) {
-      spec.values[*Uniform<size_t>(0, spec.values.size())] =
-          *rc::gen::element(NAN, INFINITY, -INFINITY);
+  return *rc::gen::exec([dtype, shape] {
+    const int layout = *Uniform(0, 4);
+    const LayoutDraw hostile = *GenLayoutDraw(static_cast<int>(shape.size()));
+    const int broadcast_dim = *Choice(1, 0, 2, 3);
+    const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
+    const bool specials = *Uniform(0, 8) == 7;  // shrinks to no special values
+    const auto positions = *rc::gen::container<std::vector<std::pair<int64_t, int>>>(
+        *Uniform<size_t>(1, 4),
+        rc::gen::pair(Uniform<int64_t>(0, int64_t{1} << 20), Uniform(0, 3)));
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    TensorSpec spec = TensorSpec::Contiguous(dtype, shape, SeededElements(seed, count, dtype));
+    if (layout == 1) spec.buffer_order = {0, 2, 1, 3};  // (B, S, KH, D).transpose(1, 2)
+    if (layout == 2) spec = ApplyLayout(std::move(spec), hostile);
+    if (!spec.values.empty() && specials) {
+      for (const auto& [fraction, which] : positions) {
+        spec.values[fraction * count >> 20] = which == 0 ? NAN : which == 1 ? INFINITY : -INFINITY;
+      }
     }
-  }
-  // A broadcast (stride 0) along B, KH, S or D, as expand() makes (KV heads repeated for GQA,
-  // one prompt for every batch row): the values repeat, the buffer holds one element.
-  if (layout == 3) RepeatAlong(spec, *rc::gen::element(1, 0, 2, 3));
-  return spec;
+    // A broadcast (stride 0) along B, KH, S or D, as expand() makes (KV heads repeated for
+    // GQA, one prompt for every batch row): the values repeat, the buffer holds one element.
+    if (layout == 3) RepeatAlong(spec, broadcast_dim);
+    return spec;
+  });
 }
 
 // What is wrong with `view`, the result of an append of no tokens to an empty cache, which
@@ -117,26 +127,27 @@ void RequireBranchShape(const Model& m, int branch, const reference::CacheShape&
 int PickBranch(const Model& m) { return *Uniform<int>(0, static_cast<int>(m.branches.size())); }
 
 AppendTokens::AppendTokens(const Model& m, Kind kind) : kind_(kind), branch_(PickBranch(m)) {
+  // Every draw below happens whatever the others give (see GenCacheInput).
   const reference::CacheModel& branch = m.branches[branch_].model;
-  if (branch.shape().has_value()) {
-    shape_ = *branch.shape();
-  } else {
-    const MachineDims& dims = m.dims[*Uniform<size_t>(0, m.dims.size())];
-    shape_ = reference::CacheShape{dims.batch, dims.num_kv_heads, dims.head_dim, m.dtype};
-  }
+  const MachineDims& first = m.dims[*Uniform<size_t>(0, m.dims.size())];
+  shape_ = branch.shape().has_value()
+               ? *branch.shape()
+               : reference::CacheShape{first.batch, first.num_kv_heads, first.head_dim, m.dtype};
   const int64_t length = MaxAppended(branch);
+  // One prefill in ten is empty (S = 0: a no-op, which fixes no shape on an empty cache).
+  const bool empty = *Uniform(0, 10) == 9;
+  const int64_t prefill = *Uniform<int64_t>(2, 25);
+  const int64_t past = *Uniform<int64_t>(0, 4);
   switch (kind) {
     case Kind::kPrefill:
-      // One prefill in ten is empty (S = 0: a no-op, which fixes no shape on an empty cache).
-      seq_ = *Uniform(0, 10) == 9 ? 0 : *Uniform<int64_t>(2, 25);
+      seq_ = empty ? 0 : prefill;
       break;
     case Kind::kDecode:
       seq_ = 1;
       break;
     case Kind::kGrow:
       // Past any capacity a geometric strategy can have at this length.
-      seq_ = std::max(m.config.initial_capacity, 2 * length) - length + 1 +
-             *Uniform<int64_t>(0, 4);
+      seq_ = std::max(m.config.initial_capacity, 2 * length) - length + 1 + past;
       seq_ = std::clamp<int64_t>(seq_, 1, 96);
       break;
   }
@@ -145,11 +156,14 @@ AppendTokens::AppendTokens(const Model& m, Kind kind) : kind_(kind), branch_(Pic
   v_ = GenCacheInput(m.dtype, dims);
   // Shrinks to every row active (no flags). With flags: some rows inactive on a per-row
   // strategy; every row active, spelled out, on the others (which must take that).
-  if (*Uniform(0, 2) == 1) {
-    for (int64_t b = 0; b < shape_.batch; ++b) {
-      active_.push_back(m.strategy->per_row ? *Uniform(0, 3) != 2 : true);
-    }
-  }
+  const std::vector<bool> active = *rc::gen::exec([rows = shape_.batch, per_row = m.strategy->per_row] {
+    std::vector<bool> active;
+    const bool flags = *Uniform(0, 2) == 1;
+    const auto inactive = *rc::gen::container<std::vector<int>>(rows, Uniform(0, 3));
+    for (int64_t b = 0; flags && b < rows; ++b) active.push_back(!per_row || inactive[b] != 2);
+    return active;
+  });
+  active_.assign(active.begin(), active.end());
   into_kept_view_ = *Uniform(0, 2) == 1;  // shrinks to Append
 }
 
@@ -238,8 +252,12 @@ void AppendTokens::show(std::ostream& os) const {
   const char* names[] = {"Prefill", "Decode", "Grow"};
   os << names[static_cast<int>(kind_)] << "(branch " << branch_ << ", S=" << seq_ << ", "
      << DTypeName(shape_.dtype) << " B=" << shape_.batch << " KH=" << shape_.num_kv_heads
-     << " D=" << shape_.head_dim << ", k buffer_order [" << absl::StrJoin(k_.buffer_order, ",")
-     << "] padding [" << absl::StrJoin(k_.padding, ",") << "]";
+     << " D=" << shape_.head_dim << ", k " << DescribeLayout(k_) << ", v " << DescribeLayout(v_);
+  for (const auto& [name, spec] : {std::pair<const char*, const TensorSpec*>{"k", &k_}, {"v", &v_}}) {
+    const int64_t special = std::count_if(spec->values.begin(), spec->values.end(),
+                                          [](float x) { return !std::isfinite(x); });
+    if (special > 0) os << ", " << special << " NaN/inf in " << name;
+  }
   if (!active_.empty()) os << ", active [" << absl::StrJoin(active_, ",") << "]";
   if (into_kept_view_) os << ", into the kept view";
   os << ")";

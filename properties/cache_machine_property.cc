@@ -20,13 +20,15 @@ MachineDims GenDims() {
   MachineDims dims;
   dims.batch = *Uniform<int64_t>(1, 5);
   dims.num_kv_heads = *Uniform<int64_t>(1, 9);
-  dims.head_dim = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 80, 128, 160);
+  dims.head_dim = *Choice<int64_t>(1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 80, 128, 160);
   // Keep one token (B * KH * D elements) modest so that long sequences stay fast.
   while (dims.batch * dims.num_kv_heads * dims.head_dim > 1024 && dims.head_dim > 8) {
     dims.head_dim /= 2;
   }
   return dims;
 }
+
+}  // namespace
 
 // One generated value (printed with its labels by showValue below), not a list of bare
 // numbers in the counterexample.
@@ -36,17 +38,23 @@ rc::Gen<Model> GenInitialModel(const CacheStrategy& strategy, DType dtype) {
     m.strategy = &strategy;
     m.dtype = dtype;
     m.config = strategy.default_config;
-    m.config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 2, 3, 4, 8, 16);
-    if (strategy.windowed) m.config.window = *rc::gen::element<int64_t>(1, 2, 3, 4, 5, 8, 13);
+    m.config.initial_capacity = *Choice<int64_t>(0, 1, 2, 3, 4, 8, 16);
+    if (strategy.windowed) m.config.window = *Choice<int64_t>(1, 2, 3, 4, 5, 8, 13);
     m.dims = {GenDims(), GenDims()};
-    m.query_group = *rc::gen::element<int64_t>(1, 2, 3);
+    m.query_group = *Choice<int64_t>(1, 2, 3);
     m.branches.emplace_back();
     m.branches[0].model = reference::CacheModel(m.window());
     return m;
   });
 }
 
-}  // namespace
+rc::Gen<CacheCommands> GenCacheCommands(const CacheMachineModel& initial) {
+  using namespace cache_machine;
+  return rc::state::gen::commands(
+      initial,
+      rc::state::gen::execOneOfWithArgs<Prefill, Prefill, Decode, Decode, Decode, Grow, Attend,
+                                        Attend, ResetBranch, ForkBranch, BadAppend>());
+}
 
 void showValue(const CacheMachineModel& m, std::ostream& os) {
   os << "strategy " << m.strategy->name << ", " << DTypeName(m.dtype) << ", initial capacity "
@@ -71,10 +79,7 @@ PropertySpec CacheStateMachineProperty(const CacheStrategy& strategy, DType dtyp
     // Generation (the initial model and the commands' arguments) in this process; the cache
     // and the checks in an isolated child (case_isolation.h).
     const Model initial = *GenInitialModel(strategy, dtype);
-    const auto commands = *rc::state::gen::commands(
-        initial,
-        rc::state::gen::execOneOfWithArgs<Prefill, Prefill, Decode, Decode, Decode, Grow, Attend,
-                                          Attend, ResetBranch, ForkBranch, BadAppend>());
+    const CacheCommands commands = *GenCacheCommands(initial);
     RunIsolated([&] {
       Sut sut;
       absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(initial.config);

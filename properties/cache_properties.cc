@@ -22,7 +22,7 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy, LawMarginMap* marg
           if (strategy.supports(d)) dtype = d;
         }
         CacheConfig config = strategy.default_config;
-        config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 2, 4, 16, 64);
+        config.initial_capacity = *Choice<int64_t>(0, 1, 2, 4, 16, 64);
         const int64_t heads = *Uniform<int64_t>(1, 4);
         const int64_t head_dim = *Uniform<int64_t>(1, 9);
         const int64_t target = *Uniform<int64_t>(100, 3000);

@@ -97,19 +97,19 @@ rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy,
     m.num_kv_heads = *Uniform<int64_t>(1, 3);
     m.num_heads =
         m.kind == DecoderKind::kGpt2 ? m.num_kv_heads : m.num_kv_heads * *Uniform<int64_t>(1, 4);
-    m.width = m.num_heads * *rc::gen::element<int64_t>(2, 4, 6, 8);
+    m.width = m.num_heads * *Choice<int64_t>(2, 4, 6, 8);
     m.num_layers = *Uniform<int64_t>(1, 4);
     m.mlp_hidden = m.kind == DecoderKind::kGpt2 ? 4 * m.width : *Uniform<int64_t>(4, 49);
     if (m.kind == DecoderKind::kLlama && Sometimes(50)) {
       m.sliding_window = *Uniform<int64_t>(1, 8);
     }
     // Small bases turn every RoPE pair a visible angle per position within a short prompt.
-    if (m.kind == DecoderKind::kLlama) m.rope_theta = *rc::gen::element(10000.0f, 100.0f, 10.0f);
+    if (m.kind == DecoderKind::kLlama) m.rope_theta = *Choice(10000.0f, 100.0f, 10.0f);
     c.weight_seed = *rc::gen::arbitrary<uint64_t>();
-    c.attention_gain = *rc::gen::element(1.0f, 4.0f, 16.0f);
-    c.mlp_gain = *rc::gen::element(1.0f, 8.0f, 32.0f);
+    c.attention_gain = *Choice(1.0f, 4.0f, 16.0f);
+    c.mlp_gain = *Choice(1.0f, 8.0f, 32.0f);
     if (Sometimes(30)) {
-      c.temperature = *rc::gen::element(1.0f, 0.5f, 2.0f);
+      c.temperature = *Choice(1.0f, 0.5f, 2.0f);
       c.sampling_seed = *rc::gen::arbitrary<uint64_t>();
     }
     c.prompt = *rc::gen::container<std::vector<int32_t>>(
@@ -535,7 +535,7 @@ PropertySpec TokenChoiceProperty(int cases) {
               l = ties ? static_cast<float>(*Uniform(-2, 3))
                        : static_cast<float>(*Uniform(-3000, 3001)) / 256.0f;
             }
-            const float temperature = *rc::gen::element(0.0f, 1.0f, 0.25f, 4.0f);
+            const float temperature = *Choice(0.0f, 1.0f, 0.25f, 4.0f);
             const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
             uint64_t engine_random = seed, exact_random = seed;
             for (int draw = 0; draw < 8; ++draw) {

@@ -36,7 +36,7 @@ rc::Gen<float> GenElement(DType dtype, Values values) {
     chosen = rc::gen::weightedOneOf<float>(
         {{19, finite},
          {1, rc::gen::just(std::numeric_limits<float>::quiet_NaN())},
-         {1, rc::gen::element(INFINITY, -INFINITY)}});
+         {1, Choice(INFINITY, -INFINITY)}});
   }
   return rc::gen::map(chosen,
                       [dtype](float x) { return RoundToDType(x, dtype); });
@@ -77,14 +77,20 @@ rc::Gen<std::vector<int64_t>> GenShape(int min_rank, int max_rank, int64_t min_d
   });
 }
 
-namespace {
-
-// The drawn parts of a hostile layout: buffer dimension order, padding, offsets.
-struct LayoutDraw {
-  std::vector<int> order;
-  std::vector<int64_t> padding;
-  std::vector<int64_t> offset_seed;
-};
+rc::Gen<int64_t> GenLengthNear(std::vector<int64_t> edges, int64_t lo, int64_t hi,
+                               int64_t edge_hi) {
+  if (edge_hi < 0) edge_hi = hi;
+  edges.erase(std::remove_if(edges.begin(), edges.end(),
+                             [&](int64_t e) { return e < lo || e > edge_hi; }),
+              edges.end());
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return rc::gen::exec([edges, lo, hi] {
+    // The edge first: shrinking goes to the smallest edge, then to the uniform draw's lo.
+    const bool uniform = edges.empty() || Sometimes(50);
+    return uniform ? *Uniform<int64_t>(lo, hi + 1) : *ChoiceOf(edges);
+  });
+}
 
 rc::Gen<LayoutDraw> GenLayoutDraw(int rank) {
   std::vector<int> identity(rank);
@@ -113,8 +119,6 @@ TensorSpec ApplyLayout(TensorSpec spec, const LayoutDraw& layout) {
   }
   return spec;
 }
-
-}  // namespace
 
 rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
                                   LayoutKind layout) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "properties/tensor_spec.h"
@@ -17,11 +18,29 @@ namespace kvcheck::properties {
 
 rc::Gen<DType> GenDType();
 
-// Uniform integer in [lo, hi), independent of RapidCheck's size ramp: for categorical
-// choices, which should not all collapse to the first option in the early small cases.
+// The values a drawn integer `value` shrinks through, towards `lo`: RapidCheck's halving
+// steps (lo, then ever closer to `value`) for a fast descent, then every value from lo + 1 up
+// to 64 past lo that is still smaller. The halving steps alone stop at the first value none
+// of them reaches: a failure at D % 4 == 1 would stay at D = 17, never trying 5.
+template <typename T>
+rc::Seq<T> ShrinkTowards(T value, T lo) {
+  const T last = value - lo > 65 ? static_cast<T>(lo + 65) : value;
+  return rc::seq::concat(rc::shrink::towards<T>(value, lo),
+                         rc::seq::range<T>(static_cast<T>(lo + 1 < last ? lo + 1 : last), last));
+}
+
+// Uniform integer in [lo, hi), independent of RapidCheck's size ramp (for categorical choices,
+// which should not all collapse to the first option in the early small cases); shrinks
+// towards lo through ShrinkTowards.
+// REQUIRES: lo < hi.
 template <typename T>
 rc::Gen<T> Uniform(T lo, T hi) {
-  return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+  return rc::Gen<T>([lo, hi](const rc::Random& random, int) {
+    if (!(lo < hi)) throw rc::GenerationFailure("Uniform: empty range");
+    const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    const T value = static_cast<T>(lo + static_cast<T>(rc::Random(random).next() % range));
+    return rc::shrinkable::shrinkRecur(value, [lo](T x) { return ShrinkTowards<T>(x, lo); });
+  });
 }
 
 // A drawn value with a name, so that a counterexample says what a number is ("flash threads:
@@ -43,6 +62,22 @@ template <typename T>
 rc::Gen<Labeled<T>> Label(std::string label, rc::Gen<T> gen) {
   return rc::gen::map(std::move(gen),
                       [label](T value) { return Labeled<T>{label, std::move(value)}; });
+}
+
+// One of `values`, uniformly, shrinking towards the first: list the simplest choice first (the
+// smallest size, the feature off). RapidCheck's own element() and elementOf() never shrink, so
+// a counterexample would keep whatever they drew.
+template <typename T>
+rc::Gen<T> ChoiceOf(std::vector<T> values) {
+  const size_t count = values.size();
+  return rc::gen::map(Uniform<size_t>(0, count),
+                      [values = std::move(values)](size_t i) { return values[i]; });
+}
+
+template <typename T, typename... Ts>
+rc::Gen<std::decay_t<T>> Choice(T first, Ts... rest) {
+  using V = std::decay_t<T>;
+  return ChoiceOf<V>(std::vector<V>{static_cast<V>(first), static_cast<V>(rest)...});
 }
 
 // True `percent`% of the time; shrinks to false. For optional features, so that a shrunk
@@ -85,6 +120,22 @@ rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Value
 // `values` (a contiguous spec) given a generated layout (LayoutKind::kAny): only the layout
 // is drawn, for tensors whose values come from elsewhere (a seed).
 rc::Gen<TensorSpec> GenLayoutFor(TensorSpec values);
+
+// The drawn parts of a hostile layout (LayoutKind::kAny): buffer dimension order, padding per
+// dimension, offsets. Each shrinks to the plain layout (identity order, no padding).
+struct LayoutDraw {
+  std::vector<int> order;
+  std::vector<int64_t> padding;
+  std::vector<int64_t> offset_seed;
+};
+rc::Gen<LayoutDraw> GenLayoutDraw(int rank);
+// `spec` (contiguous) laid out as `layout` says.
+TensorSpec ApplyLayout(TensorSpec spec, const LayoutDraw& layout);
+
+// A length: one of `edges` (those in [lo, edge_hi]; edge_hi < 0: hi) or, half the time,
+// uniform in [lo, hi]. One draw, shrinking to the smallest edge and then to lo.
+rc::Gen<int64_t> GenLengthNear(std::vector<int64_t> edges, int64_t lo, int64_t hi,
+                               int64_t edge_hi = -1);
 
 }  // namespace kvcheck::properties
 

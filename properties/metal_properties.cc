@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "properties/case_isolation.h"
+#include "properties/generators.h"
 #include "properties/kernel_case.h"
 #include "rapidcheck.h"
 #include "reference/attention_comparison.h"
@@ -150,9 +151,9 @@ std::vector<PropertySpec> MetalLawsBetweenKernels() {
 // kernel and by the dispatcher, not computed over its first 256 dims or past a register array.
 PropertySpec MetalHeadDimLimit() {
   return {"attention/metal_head_dim_limit", 20, [] {
-            const int64_t head_dim = *rc::gen::element<int64_t>(257, 264, 300, 512);
-            const int64_t q_len = *rc::gen::element<int64_t>(1, 2, 33);
-            const int64_t kv_len = *rc::gen::element<int64_t>(1, 5, 1024);
+            const int64_t head_dim = *Choice<int64_t>(257, 264, 300, 512);
+            const int64_t q_len = *Choice<int64_t>(1, 2, 33);
+            const int64_t kv_len = *Choice<int64_t>(1, 5, 1024);
             RunIsolated([&] {
               const Tensor q = *Tensor::Zeros(DType::kF32, {1, 1, q_len, head_dim});
               const Tensor k = *Tensor::Zeros(DType::kF32, {1, 1, kv_len, head_dim});

@@ -57,7 +57,7 @@ std::vector<int64_t> GenChunks(int64_t length) {
     const int64_t left = length - done;
     int64_t chunk = 1;
     if (*Uniform(0, 3) == 2) {
-      chunk = *rc::gen::elementOf(std::vector<int64_t>{2, 3, 4, 5, 7, 8, 9, 16, 17, 33, left});
+      chunk = *ChoiceOf(std::vector<int64_t>{2, 3, 4, 5, 7, 8, 9, 16, 17, 33, left});
     }
     chunk = std::min(chunk, left);
     chunks.push_back(chunk);

@@ -11,6 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
 #include "rapidcheck.h"
 #include "rapidcheck/detail/Configuration.h"
 #include "reference/reference_attention.h"
@@ -31,14 +35,28 @@ double EnvDouble(const char* name, double fallback) {
   return text != nullptr && absl::SimpleAtod(text, &value) && value > 0 ? value : fallback;
 }
 
-// RapidCheck's failure description without the checker's source: it starts with the check's
-// file and line, then the check's text. An RC_FAIL's text is the C++ that built its message
-// ("RC_FAIL(absl::StrCat(...))"), and the message follows: both go. Another assertion's
-// condition ("RC_ASSERT(x < 50)") stays, with its expansion: it is the only statement of what
-// failed.
+// RapidCheck's failure description without the checker's source. A check's report starts
+// with its file and line, then the check's text (a state machine puts the failing command
+// before it). An RC_FAIL's text is the C++ that built its message ("RC_FAIL(absl::StrCat(
+// ...))"), and the message follows: both go. Another assertion's condition ("RC_ASSERT(x <
+// 50)") stays, with its expansion: it is the only statement of what failed.
 std::string PlainDescription(const std::string& description) {
-  static const std::regex kLocation(R"(^[\w./+-]+\.(cc|h|hpp|cpp):\d+:\n(RC_FAIL\([^\n]*\n\n?)?)");
-  return std::regex_replace(description, kLocation, "", std::regex_constants::format_first_only);
+  static const std::regex kLocation(R"(\s*[\w./+-]+\.(cc|h|hpp|cpp):\d+:)");
+  const std::vector<std::string> lines = absl::StrSplit(description, '\n');
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!std::regex_match(lines[i], kLocation)) {
+      kept.push_back(lines[i]);
+      continue;
+    }
+    const absl::string_view next =
+        i + 1 < lines.size() ? absl::StripLeadingAsciiWhitespace(lines[i + 1]) : "";
+    if (absl::StartsWith(next, "RC_FAIL(")) {
+      ++i;  // the RC_FAIL line, and the blank line after it
+      if (i + 1 < lines.size() && absl::StripAsciiWhitespace(lines[i + 1]).empty()) ++i;
+    }
+  }
+  return absl::StrJoin(kept, "\n");
 }
 
 // One generated value of a counterexample: a C++ class's type name says nothing to a reader

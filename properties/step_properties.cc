@@ -73,7 +73,7 @@ rc::Gen<StepShape> GenStepShape(bool gqa) {
     s.num_kv_heads = *Uniform<int64_t>(1, 4);
     s.num_heads = s.num_kv_heads * (gqa ? *Uniform<int64_t>(1, 4) : 1);
     // Vector widths and their tails (the attention kernels' own boundaries).
-    s.head_dim = *rc::gen::element<int64_t>(4, 1, 2, 3, 8, 16, 17, 32, 64);
+    s.head_dim = *Choice<int64_t>(4, 1, 2, 3, 8, 16, 17, 32, 64);
     return s;
   });
 }
@@ -86,7 +86,7 @@ rc::Gen<StepCase> GenStepCase(const engine::StepperInfo& info, DType dtype) {
     const bool gqa = (info.flags & KVCHECK_STEPPER_GQA) != 0;
     const bool resets = (info.flags & KVCHECK_STEPPER_RESET) != 0;
     if (windowed) {
-      c.window = *rc::gen::elementOf(std::vector<int64_t>{info.window, 1, 2, 3, 5, 8});
+      c.window = *ChoiceOf(std::vector<int64_t>{info.window, 1, 2, 3, 5, 8});
     }
     c.first = *GenStepShape(gqa);
     // Chunk lengths at and around the window (a chunk longer than W is the classic overflow),
@@ -99,10 +99,10 @@ rc::Gen<StepCase> GenStepCase(const engine::StepperInfo& info, DType dtype) {
       StepOp op;
       if (resets && *Uniform(0, 8) == 7) {
         op.reset = true;
-        op.shape = *rc::gen::element<int>(0, 1) == 0 ? c.first : *GenStepShape(gqa);
+        op.shape = *Choice<int>(0, 1) == 0 ? c.first : *GenStepShape(gqa);
         total = 0;
       } else {
-        op.seq = *Uniform(0, 3) == 2 ? *rc::gen::elementOf(std::vector<int64_t>{2, w - 1, w, w + 1, 2 * w + 1, 3})
+        op.seq = *Uniform(0, 3) == 2 ? *ChoiceOf(std::vector<int64_t>{2, w - 1, w, w + 1, 2 * w + 1, 3})
                                      : 1;
         op.seq = std::max<int64_t>(1, std::min<int64_t>(op.seq, 64 - total));
         total += op.seq;

@@ -55,10 +55,10 @@ rc::Gen<BudgetCase> GenBudgetCase(const CacheStrategy& strategy) {
     c.dtype = *GenDType();
     c.batch = *Uniform<int64_t>(1, 4);
     c.num_kv_heads = *Uniform<int64_t>(1, 4);
-    c.head_dim = *rc::gen::element<int64_t>(1, 2, 8, 16, 33);
+    c.head_dim = *Choice<int64_t>(1, 2, 8, 16, 33);
     c.config = strategy.default_config;
-    c.config.initial_capacity = *rc::gen::element<int64_t>(0, 1, 4, 16);
-    if (strategy.windowed) c.config.window = *rc::gen::element<int64_t>(1, 3, 8, 40);
+    c.config.initial_capacity = *Choice<int64_t>(0, 1, 4, 16);
+    if (strategy.windowed) c.config.window = *Choice<int64_t>(1, 3, 8, 40);
     // From a budget that fits a few tokens to one that fits a few hundred.
     c.config.max_bytes = int64_t{1} << *Uniform(8, 18);
     const int count = *Uniform(1, 40);

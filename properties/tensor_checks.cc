@@ -111,7 +111,7 @@ rc::Gen<int> GenHostileDim(int rank) {
     if (category < 5) return rank == 0 ? rc::gen::just(0) : Uniform(0, rank);
     if (category == 5) return rc::gen::just(-1);
     if (category == 6) return rc::gen::just(rank);
-    return rc::gen::element(INT_MAX, INT_MIN);
+    return Choice(INT_MAX, INT_MIN);
   });
 }
 

@@ -227,7 +227,7 @@ void ReshapePreservesRowMajorOrder() {
       for (int64_t d = 2; d <= remaining; ++d) {
         if (remaining % d == 0) divisors.push_back(d);
       }
-      const int64_t d = *rc::gen::elementOf(divisors);
+      const int64_t d = *ChoiceOf(divisors);
       shape.push_back(d);
       remaining /= d;
     }
@@ -473,10 +473,10 @@ void BadArgumentsFailAndChangeNothing() {
   const BadCall call = *rc::gen::exec([rank] {
     BadCall c;
     c.choice = *Uniform(0, 9);
-    if (c.choice == 0) c.dim = *rc::gen::element(-1, rank, rank + 5);
+    if (c.choice == 0) c.dim = *Choice(-1, rank, rank + 5);
     if (c.choice == 1 || c.choice == 5 || c.choice == 6) c.dim = *Uniform(0, rank);
     if (c.choice == 1) c.amount = *Uniform<int64_t>(1, 4);
-    if (c.choice == 3) c.dim = *rc::gen::element(-1, rank);
+    if (c.choice == 3) c.dim = *Choice(-1, rank);
     if (c.choice == 5) c.amount = *Uniform<int64_t>(1, 3);
     return c;
   });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/base/status_macros.h"
 #include "src/tensor/copy_ops.h"
@@ -91,6 +92,28 @@ absl::StatusOr<Tensor> MaterializeDense(const TensorSpec& spec) {
 }
 
 }  // namespace
+
+std::string DescribeLayout(const TensorSpec& spec) {
+  std::vector<std::string> parts;
+  std::vector<int> identity(spec.shape.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  const auto any = [](const std::vector<int64_t>& v) {
+    return std::any_of(v.begin(), v.end(), [](int64_t x) { return x != 0; });
+  };
+  if (spec.buffer_order != identity) {
+    parts.push_back(absl::StrCat("buffer order [", absl::StrJoin(spec.buffer_order, ","), "]"));
+  }
+  if (any(spec.padding)) {
+    parts.push_back(absl::StrCat("padding [", absl::StrJoin(spec.padding, ","), "]"));
+  }
+  if (any(spec.offset)) {
+    parts.push_back(absl::StrCat("offset [", absl::StrJoin(spec.offset, ","), "]"));
+  }
+  if (!spec.broadcast_dims.empty()) {
+    parts.push_back(absl::StrCat("stride 0 along [", absl::StrJoin(spec.broadcast_dims, ","), "]"));
+  }
+  return parts.empty() ? "contiguous" : absl::StrJoin(parts, " ");
+}
 
 void showValue(const TensorSpec& spec, std::ostream& os) {
   os << DTypeName(spec.dtype) << "[" << absl::StrJoin(spec.shape, ",") << "] buffer_order["

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +50,11 @@ absl::StatusOr<Tensor> Materialize(const TensorSpec& spec);
 
 // Short description for counterexamples: dtype, shape, layout, and the values when few.
 void showValue(const TensorSpec& spec, std::ostream& os);
+
+// The layout alone, in words: "contiguous", or the buffer order, padding, offsets and
+// stride-0 dims that are not plain ("buffer order [0,2,1,3] padding [0,1,0,0] offset
+// [0,1,0,0]").
+std::string DescribeLayout(const TensorSpec& spec);
 
 }  // namespace kvcheck::properties
 
