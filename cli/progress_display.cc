@@ -53,10 +53,16 @@ void ProgressDisplay::Update(int job, const properties::DriverProgress& progress
   r.progress = progress;
   if (!interactive_ && progress.shrinking && (verbose_ || !r.failure_expected) &&
       (progress.shrink_attempts == 1 || progress.shrink_seconds >= r.next_shrink_report)) {
+    // The first line says shrinking started (its counts would be the first attempt's); the
+    // later ones, every 5 s, how far it has come. The result says how it ended.
+    if (progress.shrink_attempts == 1) {
+      std::fprintf(out_, "%s failed after %d cases; shrinking it\n", r.label.c_str(),
+                   progress.cases + 1);
+    } else {
+      std::fprintf(out_, "%s shrinking: %d attempts, %d smaller, %.1f s\n", r.label.c_str(),
+                   progress.shrink_attempts, progress.shrinks_accepted, progress.shrink_seconds);
+    }
     r.next_shrink_report = progress.shrink_seconds + 5.0;
-    std::fprintf(out_, "%s failed after %d cases; shrinking: %d attempts, %d smaller, %.1f s\n",
-                 r.label.c_str(), progress.cases + 1, progress.shrink_attempts,
-                 progress.shrinks_accepted, progress.shrink_seconds);
     std::fflush(out_);
   }
   Heartbeat();

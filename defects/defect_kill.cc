@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "defects/counterexample_size.h"
 #include "properties/attention_properties.h"
 #include "properties/cache_machine.h"
 #include "properties/cache_properties.h"
@@ -71,8 +72,9 @@ KillResult RunKill(const Defect& defect, const properties::RunOptions& options) 
 }
 
 std::string KillTableHeader() {
-  return absl::StrFormat("%-40s %-52s %-16s %6s %8s %7s %9s\n", "defect", "killing property",
-                         "result", "cases", "cx lines", "find s", "total s");
+  return absl::StrFormat("%-40s %-52s %-16s %6s %8s %7s %9s  %s\n", "defect", "killing property",
+                         "result", "cases", "cx lines", "find s", "total s",
+                         "shrunk counterexample");
 }
 
 std::string FormatKillRow(const KillResult& r) {
@@ -80,9 +82,10 @@ std::string FormatKillRow(const KillResult& r) {
                     : r.end == properties::CaseEnd::kCrash   ? "killed (crash)"
                     : r.end == properties::CaseEnd::kTimeout ? "killed (hang)"
                                                              : "killed";
-  return absl::StrFormat("%-40s %-52s %-16s %6d %8d %7.2f %8.2f%s\n", r.defect, r.property, how,
-                         r.cases_until_failure, r.counterexample_lines, r.find_seconds, r.seconds,
-                         r.shrink_budget_exhausted ? "+" : "");
+  return absl::StrFormat("%-40s %-52s %-16s %6d %8d %7.2f %8.2f%s  %s\n", r.defect, r.property,
+                         how, r.cases_until_failure, r.counterexample_lines, r.find_seconds,
+                         r.seconds, r.shrink_budget_exhausted ? "+" : " ",
+                         r.killed ? CounterexampleSize(r.outcome.counterexample) : "");
 }
 
 }  // namespace kvcheck::defects

@@ -11,6 +11,46 @@
 #include "src/cache/registry.h"
 
 namespace kvcheck::properties {
+namespace {
+
+// The appends of a growth-law case: mostly decode steps, some prefill chunks, 100 to 3,000
+// tokens. One draw, printed in a line ("N appends of T tokens: ...").
+struct AppendSizes {
+  std::vector<int64_t> chunks;
+};
+
+void showValue(const AppendSizes& sizes, std::ostream& os) {
+  int64_t tokens = 0;
+  for (int64_t c : sizes.chunks) tokens += c;
+  os << sizes.chunks.size() << " appends of " << tokens << " tokens:";
+  // Runs of decode steps as "1 x n".
+  for (size_t i = 0; i < sizes.chunks.size();) {
+    size_t j = i;
+    while (j < sizes.chunks.size() && sizes.chunks[j] == sizes.chunks[i]) ++j;
+    os << (i > 0 ? "," : "") << " " << sizes.chunks[i];
+    if (j - i > 1) os << " x " << j - i;
+    i = j;
+  }
+}
+
+rc::Gen<AppendSizes> GenAppendSizes() {
+  return rc::gen::exec([] {
+    const int64_t target = *Uniform<int64_t>(100, 3000);
+
+    // The first appends' sizes (a decode step, or a chunk of up to 64), a list of any length
+    // that shrinks by dropping sizes; the appends after it are decode steps. Drawn apart from
+    // the target, so that shrinking the target never redraws them.
+    const std::vector<int64_t> sizes = *rc::gen::container<std::vector<int64_t>>(
+        rc::gen::map(Uniform<int64_t>(0, 256), [](int64_t x) { return x < 192 ? 1 : x - 191; }));
+    AppendSizes out;
+    for (int64_t total = 0; total < target; total += out.chunks.back()) {
+      out.chunks.push_back(out.chunks.size() < sizes.size() ? sizes[out.chunks.size()] : 1);
+    }
+    return out;
+  });
+}
+
+}  // namespace
 
 // Geometric growth keeps the law; linear growth by a fixed step breaks it.
 PropertySpec GrowthLawProperty(const CacheStrategy& strategy, LawMarginMap* margins) {
@@ -22,15 +62,11 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy, LawMarginMap* marg
           if (strategy.supports(d)) dtype = d;
         }
         CacheConfig config = strategy.default_config;
-        config.initial_capacity = *Choice<int64_t>(0, 1, 2, 4, 16, 64);
-        const int64_t heads = *Uniform<int64_t>(1, 4);
-        const int64_t head_dim = *Uniform<int64_t>(1, 9);
-        const int64_t target = *Uniform<int64_t>(100, 3000);
-        // The appends: mostly decode steps, some prefill chunks, until `target` tokens.
-        std::vector<int64_t> chunks;
-        for (int64_t total = 0; total < target; total += chunks.back()) {
-          chunks.push_back(Sometimes(25) ? *Uniform<int64_t>(1, 65) : 1);
-        }
+        config.initial_capacity =
+            (*Label("initial capacity", Choice<int64_t>(0, 1, 2, 4, 16, 64))).value;
+        const int64_t heads = (*Label("KV heads", Uniform<int64_t>(1, 4))).value;
+        const int64_t head_dim = (*Label("head dim D", Uniform<int64_t>(1, 9))).value;
+        const std::vector<int64_t> chunks = (*GenAppendSizes()).chunks;
         const std::string wire = RunIsolatedWithPayload([&] {
           absl::StatusOr<std::unique_ptr<KvCache>> cache = strategy.create(config);
           if (!cache.ok()) RC_FAIL(absl::StrCat("create: ", cache.status().ToString()));

@@ -13,30 +13,13 @@
 #include "absl/strings/str_join.h"
 #include "properties/case_isolation.h"
 #include "properties/generators.h"
+#include "properties/token_run.h"
 #include "rapidcheck.h"
 #include "src/engine/engine.h"
 #include "src/engine/kvcheck_engine.h"
 
 namespace kvcheck::properties {
 namespace {
-
-// B rows of T token ids, and the chunk lengths they are fed in (summing to T).
-struct TokenRun {
-  int64_t batch = 1;
-  int64_t length = 0;
-  std::vector<int64_t> tokens;  // (batch, length) row-major
-  std::vector<int64_t> chunks;
-};
-
-void showValue(const TokenRun& run, std::ostream& os) {
-  os << "B=" << run.batch << ", T=" << run.length << ", chunks [" << absl::StrJoin(run.chunks, ", ")
-     << "], tokens";
-  for (int64_t b = 0; b < run.batch; ++b) {
-    os << " [" << absl::StrJoin(run.tokens.begin() + b * run.length,
-                                run.tokens.begin() + (b + 1) * run.length, ",")
-       << "]";
-  }
-}
 
 struct TwoRuns {
   TokenRun first, second;
@@ -47,37 +30,6 @@ void showValue(const TwoRuns& runs, std::ostream& os) {
   showValue(runs.first, os);
   os << "; after it: ";
   showValue(runs.second, os);
-}
-
-// Chunk lengths summing to `length`: decode-size steps mostly, and chunks of the lengths
-// where windows and tiles break (and the whole rest).
-std::vector<int64_t> GenChunks(int64_t length) {
-  std::vector<int64_t> chunks;
-  for (int64_t done = 0; done < length;) {
-    const int64_t left = length - done;
-    int64_t chunk = 1;
-    if (*Uniform(0, 3) == 2) {
-      chunk = *ChoiceOf(std::vector<int64_t>{2, 3, 4, 5, 7, 8, 9, 16, 17, 33, left});
-    }
-    chunk = std::min(chunk, left);
-    chunks.push_back(chunk);
-    done += chunk;
-  }
-  return chunks;
-}
-
-rc::Gen<TokenRun> GenTokenRun(const engine::ModelInfo& info, int64_t max_length) {
-  return rc::gen::exec([&info, max_length] {
-    TokenRun run;
-    run.batch = (info.flags & KVCHECK_MODEL_BATCH) ? *Uniform<int64_t>(1, 4) : 1;
-    const int64_t longest = std::min<int64_t>(info.max_tokens, max_length);
-    run.length = *Uniform<int64_t>(1, longest + 1);
-    for (int64_t i = 0; i < run.batch * run.length; ++i) {
-      run.tokens.push_back(*Uniform<int64_t>(0, info.vocab_size));
-    }
-    run.chunks = GenChunks(run.length);
-    return run;
-  });
 }
 
 // A model session of a case; destroyed when the case ends however it ends.
@@ -279,7 +231,9 @@ std::vector<PropertySpec> ModelProperties(const Subject& subject) {
         }});
     specs.push_back(PropertySpec{prefix + "chunked_prefill", 40, [engine, info, index] {
                                    const TokenRun run = *GenTokenRun(*info, kMaxLength);
-                                   const int64_t prompt = *Uniform<int64_t>(1, run.length + 1);
+                                   const int64_t prompt =
+                                       (*Label("prompt length", Uniform<int64_t>(1, run.length + 1)))
+                                           .value;
                                    RunIsolated([&] { ChunkedPrefill(*engine, index, run, prompt); });
                                  }});
     if (info->flags & KVCHECK_MODEL_RESET) {

@@ -69,7 +69,8 @@ std::string CounterexampleEntry(const std::string& type, const std::string& valu
 // "Falsifiable after 3 cases and 5 shrinks", the counterexample's values, the failure.
 std::string FailureMessage(const DriverResult& result) {
   std::string text = absl::StrCat("Falsifiable after ", result.successes + 1, " cases and ",
-                                  result.shrinks_accepted, " shrinks");
+                                  result.shrinks_accepted, " shrinks (of ", result.shrink_attempts,
+                                  " attempts)");
   if (result.shrink_budget_exhausted) {
     absl::StrAppendFormat(&text,
                           " (shrinking stopped at its budget after %d attempts in %.1f s: the "
