@@ -249,12 +249,21 @@ class _Server:
             tensors[t["name"]] = (t["dtype"], shape, data, strides)
         return header, tensors
 
-    def write_message(self, header, tensors=()):
-        payload = []
-        described = []
+    def serialise(self, tensors):
+        """(name, value, dtype) triples as (name, dtype, shape, bytes): a copy of the values."""
+        out = []
         for name, value, dtype in tensors:
             data, shape = self.backend.to_bytes(value, dtype, name)
-            described.append({"name": name, "dtype": dtype, "shape": list(shape)})
+            out.append((name, dtype, list(shape), bytes(data)))
+        return out
+
+    def write_message(self, header, tensors=()):
+        """`tensors`: (name, value, dtype) triples, or serialise()'s quadruples."""
+        payload = []
+        described = []
+        for entry in tensors:
+            name, dtype, shape, data = entry if len(entry) == 4 else self.serialise([entry])[0]
+            described.append({"name": name, "dtype": dtype, "shape": shape})
             payload.append(data)
         if described:
             header["tensors"] = described
@@ -304,11 +313,15 @@ class _Server:
     def view_reply(self, cache_id, shown, dtype):
         if not isinstance(shown, (tuple, list)) or len(shown) not in (2, 3):
             raise EngineError("INTERNAL", "append/view must return (k, v) or (k, v, positions)")
-        self.last_view[cache_id] = shown
         out = [("k", shown[0], dtype), ("v", shown[1], dtype)]
         if len(shown) == 3 and shown[2] is not None:
             out.append(("positions", shown[2], "i64"))
-        return {}, out
+        # Kept as the bytes sent, not the arrays: a cache may return slices of buffers it
+        # rewrites in place later (a ring after it wraps, a reused buffer after a reset), and a
+        # view served later (for a cache without view(), or for its fork) must show what was
+        # visible then.
+        self.last_view[cache_id] = self.serialise(out)
+        return {}, self.last_view[cache_id]
 
     def append(self, header, tensors):
         cache_id, cache = self.cache(header)
@@ -320,15 +333,13 @@ class _Server:
 
     def view(self, header, tensors):
         cache_id, cache = self.cache(header)
-        if hasattr(cache, "view"):
-            shown = cache.view()
-        elif cache_id in self.last_view:
-            shown = self.last_view[cache_id]
-        else:
-            raise EngineError("FAILED_PRECONDITION", "view before any append")
         if cache_id not in self.cache_dtype:
             raise EngineError("FAILED_PRECONDITION", "view before any append")
-        return self.view_reply(cache_id, shown, self.cache_dtype[cache_id])
+        if hasattr(cache, "view"):
+            return self.view_reply(cache_id, cache.view(), self.cache_dtype[cache_id])
+        if cache_id not in self.last_view:
+            raise EngineError("FAILED_PRECONDITION", "view before any append")
+        return {}, self.last_view[cache_id]
 
     def fork(self, header, tensors):
         cache_id, cache = self.cache(header)
