@@ -481,11 +481,13 @@ AttentionComparison Check(const std::string& name, const KernelCase& c,
                           const ReferenceAttention& exact, const absl::StatusOr<Tensor>& out) {
   if (!out.ok()) RC_FAIL(absl::StrCat(name, " failed: ", out.status().ToString()));
   const reference::AttentionProblem& p = c.problem;
-  AttentionComparison comparison = reference::CompareAttention(
-      out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
+  const std::vector<float> actual = out->ToFloats();
+  AttentionComparison comparison =
+      reference::CompareAttention(actual, exact, {p.batch, p.num_heads, p.q_len, p.head_dim});
   if (!comparison.ok()) {
+    const int64_t e = comparison.first_violation_element;
     RC_FAIL(absl::StrCat(name, ": ", comparison.first_violation, "\n  ",
-                         DescribeRow(p, comparison.first_violation_element / p.head_dim)));
+                         DescribeRow(p, e / p.head_dim, actual[e])));
   }
   return comparison;
 }

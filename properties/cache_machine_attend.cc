@@ -114,7 +114,8 @@ void Attend::run(const Model& m, Sut& sut) const {
       if (!comparison.ok()) {
         RC_FAIL(absl::StrCat(kernel, " over branch ", branch_, ", batch row ", b, ", KV head ",
                              kv_head, ": ", comparison.first_violation, "\n  ",
-                             DescribeRow(p, comparison.first_violation_element / D)));
+                             DescribeRow(p, comparison.first_violation_element / D,
+                                         actual[comparison.first_violation_element])));
       }
     }
   }

@@ -304,7 +304,7 @@ void SampleCheckedRows(KernelCase& c, int64_t budget) {
   p.checked_rows = chosen;
 }
 
-std::string DescribeRow(const AttentionProblem& p, int64_t row) {
+std::string DescribeRow(const AttentionProblem& p, int64_t row, std::optional<float> actual) {
   constexpr int64_t kShownDims = 16, kShownKeys = 8;
   const int64_t i = row % p.q_len, h = row / p.q_len % p.num_heads;
   const int64_t b = row / p.q_len / p.num_heads;
@@ -345,6 +345,10 @@ std::string DescribeRow(const AttentionProblem& p, int64_t row) {
   if (special.size() > 8) special.resize(8), special.push_back("...");
   if (!special.empty()) {
     absl::StrAppend(&text, "; non-finite inputs among them: ", absl::StrJoin(special, ", "));
+  } else if (actual.has_value() && std::isnan(*actual)) {
+    absl::StrAppend(&text, "\n    the output is NaN, but no input this row reads is NaN or "
+                           "infinite: the kernel read memory outside an input's view (kvcheck "
+                           "puts NaN around every input and in its padding)");
   }
   for (size_t n = 0; n < allowed.size(); ++n) {
     if (n == kShownKeys / 2 && allowed.size() > kShownKeys) {

@@ -87,8 +87,11 @@ void SampleCheckedRows(KernelCase& c, int64_t budget);
 
 // One query row of `p` for a failure message: its position and q, the keys it may see with
 // their positions, k, v and mask values (the first and last few when there are many), and
-// which of those inputs are NaN or infinite. `row` is the flat (b * H + h) * Sq + i.
-std::string DescribeRow(const reference::AttentionProblem& p, int64_t row);
+// which of those inputs are NaN or infinite. `row` is the flat (b * H + h) * Sq + i. With the
+// kernel's `actual` value of the diverging element: a NaN where no input the row reads is
+// NaN or infinite is named as a read outside the inputs' views (tensor_spec.h, red zones).
+std::string DescribeRow(const reference::AttentionProblem& p, int64_t row,
+                        std::optional<float> actual = std::nullopt);
 
 // Every parameter labelled, the special-value patterns in words, the values when few.
 void showValue(const KernelCase& c, std::ostream& os);

@@ -207,14 +207,16 @@ void RunStepCase(engine::Engine& engine, int index, const StepCase& c) {
     p.window = c.window;
     p.output_dtype = c.dtype;
     const reference::ReferenceAttention exact = reference::ComputeReferenceAttention(p);
+    const std::vector<float> actual = out->ToFloats();
     const reference::AttentionComparison comparison =
-        reference::CompareAttention(out->ToFloats(), exact, {p.batch, p.num_heads, p.q_len, D});
+        reference::CompareAttention(actual, exact, {p.batch, p.num_heads, p.q_len, D});
     if (!comparison.ok()) {
       RC_FAIL(absl::StrCat(at, ": Step(S=", op.seq, ") after ", length - op.seq,
                            " tokens is not the causal attention over the history",
                            c.window > 0 ? absl::StrCat(" (window ", c.window, ")") : "", ": ",
                            comparison.first_violation, "\n  ",
-                           DescribeRow(p, comparison.first_violation_element / D)));
+                           DescribeRow(p, comparison.first_violation_element / D,
+                                       actual[comparison.first_violation_element])));
     }
     RC_CLASSIFY(c.window > 0 && length > c.window, "history longer than the window");
     RC_CLASSIFY(c.window > 0 && op.seq > c.window, "chunk longer than the window");

@@ -1,6 +1,7 @@
 #include "properties/tensor_spec.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -70,14 +71,35 @@ absl::StatusOr<Tensor> Materialize(const TensorSpec& spec) {
 
 namespace {
 
+// Every element of `storage` set to the dtype's red-zone pattern (kRedZoneBits).
+void Poison(Storage& storage) {
+  const uint32_t bits = RedZoneBits(storage.dtype());
+  const int64_t size = DTypeSize(storage.dtype());
+  std::byte* out = storage.bytes();
+  for (int64_t e = 0; e < storage.num_elements(); ++e) {
+    std::memcpy(out + e * size, &bits, static_cast<size_t>(size));  // little-endian
+  }
+}
+
 absl::StatusOr<Tensor> MaterializeDense(const TensorSpec& spec) {
   const int rank = static_cast<int>(spec.shape.size());
   Dims buffer_shape;
+  int64_t buffer_elements = 1;
   for (int i = 0; i < rank; ++i) {
     const int d = spec.buffer_order[i];
     buffer_shape.push_back(spec.shape[d] + spec.padding[d]);
+    buffer_elements *= buffer_shape.back();
   }
-  KV_ASSIGN_OR_RETURN(Tensor view, Tensor::Filled(spec.dtype, buffer_shape, kPaddingSentinel));
+  // The buffer between two red zones, in one storage poisoned throughout: a read before or
+  // past the view, or of the padding between its rows, reads a NaN, the same one every time.
+  KV_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
+                      Storage::Allocate(spec.dtype, kRedZoneElements + buffer_elements +
+                                                        kRedZoneElements));
+  Poison(*storage);
+  KV_ASSIGN_OR_RETURN(const Layout contiguous, Layout::Contiguous(buffer_shape));
+  KV_ASSIGN_OR_RETURN(Layout layout,
+                      Layout::Strided(buffer_shape, contiguous.strides(), kRedZoneElements));
+  KV_ASSIGN_OR_RETURN(Tensor view, Tensor::View(std::move(storage), std::move(layout)));
   for (int i = 0; i < rank; ++i) {
     const int d = spec.buffer_order[i];
     KV_ASSIGN_OR_RETURN(view, Narrow(view, i, spec.offset[d], spec.shape[d]));

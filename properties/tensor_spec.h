@@ -5,8 +5,8 @@
 //
 // The layout is a strided view into a larger buffer: the buffer's dimensions are a
 // permutation of the logical ones, each padded; the view narrows every buffer dimension at
-// an offset and permutes back. Padding elements hold a sentinel so that a read outside the
-// view shows up. Identity permutation and no padding gives a plain contiguous tensor;
+// an offset and permutes back. The padding and red zones around the buffer hold a NaN so
+// that a read outside the view shows up (kRedZoneElements). Identity permutation and no padding gives a plain contiguous tensor;
 // (B, S, KH, D) buffers viewed as (B, KH, S, D) are the transposed inputs of a model's
 // attention (candle's KvCache rejects them for S > 1).
 #ifndef KVCHECK_PROPERTIES_TENSOR_SPEC_H_
@@ -38,8 +38,16 @@ struct TensorSpec {
   static TensorSpec Contiguous(DType dtype, std::vector<int64_t> shape, std::vector<float> values);
 };
 
-// Value written into the padding of a buffer (recognisable, finite, exact in every dtype).
-inline constexpr float kPaddingSentinel = -12345.0f;
+// Red zones: Materialize puts every buffer between kRedZoneElements poisoned elements before
+// it and after it, and poisons its padding too, with a signalling NaN of the dtype
+// (RedZoneBits: f32 0x7fa5a5a5, f16 0x7d5a, bf16 0x7fa5). Code that reads one element past a
+// view, or a row's padding, reads NaN, which reaches its output and fails the case; the same
+// NaN every run, so the failure replays. (Heap garbage past a plain allocation would give
+// another value, or a plausible one, every time.)
+inline constexpr int64_t kRedZoneElements = 64;
+inline uint32_t RedZoneBits(DType dtype) {
+  return dtype == DType::kF32 ? 0x7fa5a5a5u : dtype == DType::kF16 ? 0x7d5au : 0x7fa5u;
+}
 
 // Makes `spec` a broadcast along logical dim `dim`: every value becomes the one at index 0
 // of that dim, and the view reads it with stride 0.
