@@ -179,6 +179,17 @@ rc::Gen<int64_t> GenHugeSize() {
                                      }));
 }
 
+// One of the subject's kernels, printed by name in a counterexample.
+const AttentionKernel* PickKernel(const Subject& subject) {
+  std::vector<std::string> names;
+  for (const AttentionKernel& kernel : subject.kernels) names.push_back(kernel.name);
+  const std::string name = *ChoiceOf(names).as("kernel");
+  for (const AttentionKernel& kernel : subject.kernels) {
+    if (kernel.name == name) return &kernel;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 PropertySpec BadCallsRefused(const Subject& subject) {
@@ -190,8 +201,7 @@ PropertySpec BadCallsRefused(const Subject& subject) {
             const Wrong wrong =
                 static_cast<Wrong>(*Uniform(0, static_cast<int>(Wrong::kCount)).as("what is wrong"));
             const bool more = *rc::gen::arbitrary<bool>().as("one more (else one fewer)");
-            const size_t which = *Uniform<size_t>(0, subject.kernels.size()).as("kernel");
-            const AttentionKernel& kernel = subject.kernels[which];
+            const AttentionKernel& kernel = *PickKernel(subject);
             const int threads = kernel.threaded ? *Uniform(1, 3).as("threads") : 1;
             RC_TAG(Name(wrong));
             RC_TAG(kernel.name);
@@ -250,8 +260,7 @@ PropertySpec EmptyCalls(const Subject& subject) {
               if ((dtypes >> static_cast<int>(d)) & 1) allowed.push_back(d);
             }
             RC_PRE(!allowed.empty());
-            const DType dtype = allowed[*Uniform<size_t>(0, allowed.size()).as(
-                "dtype (f32, f16, bf16 among those the kernels take)")];
+            const DType dtype = *ChoiceOf(allowed).as("dtype");
             RC_TAG(DTypeName(dtype));
             const uint32_t features = subject.common_kernel_features();
             AttentionParams params;
@@ -265,8 +274,7 @@ PropertySpec EmptyCalls(const Subject& subject) {
                 *rc::gen::arbitrary<bool>().as("kv positions")) {
               params.kv_positions = Iota(batch * kv_len);
             }
-            const size_t which = *Uniform<size_t>(0, subject.kernels.size()).as("kernel");
-            const AttentionKernel& kernel = subject.kernels[which];
+            const AttentionKernel& kernel = *PickKernel(subject);
             const int threads = kernel.threaded ? *Uniform(1, 3).as("threads") : 1;
             RC_TAG(zero == 0 ? "B = 0" : zero == 1 ? "H = 0" : "Sq = 0");
             RC_TAG(kernel.name);

@@ -14,6 +14,11 @@
 #include "rapidcheck.h"
 #include "src/tensor/dtype.h"
 
+namespace kvcheck {
+// A dtype in a counterexample: "f16", not its enum value.
+inline void showValue(DType dtype, std::ostream& os) { os << DTypeName(dtype); }
+}  // namespace kvcheck
+
 namespace kvcheck::properties {
 
 rc::Gen<DType> GenDType();

@@ -178,6 +178,11 @@ def sdpa(q, k, v, params):
     """Attention by matmul and softmax over the allowed keys, in f32."""
     batch, heads, q_len, dim = q.shape
     kv_heads, kv_len = k.shape[1], k.shape[2]
+    if q.numel() == 0:
+        # No output element (B, H, Sq or D is 0): nothing to compute. The masks below are
+        # built per (query, key) before the batch broadcasts, and an empty batch of a
+        # thousand queries over four million keys would still ask for gigabytes.
+        return torch.empty(q.shape, dtype=q.dtype)
     qf, kf, vf = q.float(), k.float(), v.float()
     if heads != kv_heads:
         kf = kf.repeat_interleave(heads // kv_heads, dim=1)
