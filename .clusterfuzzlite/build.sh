@@ -51,6 +51,7 @@ LIB_SRCS=(
 # -O2, so that libFuzzer spends its time in the code under test).
 ORACLE_SRCS=(
   properties/size_oracle.cc properties/dense_model.cc properties/kernel_case.cc
+  properties/kernel_case_patterns.cc properties/kernel_case_positions.cc
   properties/tensor_spec.cc properties/cache_machine_property.cc
   properties/cache_machine_commands.cc properties/cache_machine_checks.cc
   properties/cache_machine_bad_append.cc properties/cache_machine_attend.cc

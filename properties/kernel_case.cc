@@ -223,7 +223,8 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     ApplyPositionsPlan(positions, p);
     c.positions_kind = p.q_positions.empty() && p.kv_positions.empty() ? "default"
                                                                       : positions.kind;
-    if (positions.kind == "ring" && positions.ring_window && window && p.kv_len > 0) {
+    if (positions.kind == "ring" && positions.ring_window && has(kFeatureWindow) &&
+        p.kv_len > 0) {
       p.window = p.kv_len;  // the ring's own window
     }
     const std::vector<int64_t> q_shape = {p.batch, p.num_heads, p.q_len, p.head_dim};
