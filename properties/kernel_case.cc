@@ -18,9 +18,6 @@ namespace {
 
 using reference::AttentionProblem;
 
-// The flash kernel's key tile and row block (src/attention/flash_problem.h); other kernels
-// have their own, but lengths around these multiples are where tiled code breaks.
-constexpr int64_t kTile = 32;
 // Kernel work per case (rows x keys x D) above which the prefill rows are cut down.
 constexpr int64_t kWorkBudget = 12'000'000;
 
