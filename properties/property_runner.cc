@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -40,12 +39,27 @@ double EnvDouble(const char* name, double fallback) {
 // before it). An RC_FAIL's text is the C++ that built its message ("RC_FAIL(absl::StrCat(
 // ...))"), and the message follows: both go. Another assertion's condition ("RC_ASSERT(x <
 // 50)") stays, with its expansion: it is the only statement of what failed.
+// "properties/x.cc:117:" (a file name, a line number and a colon, nothing else).
+bool IsSourceLocation(absl::string_view line) {
+  line = absl::StripAsciiWhitespace(line);
+  if (!absl::ConsumeSuffix(&line, ":")) return false;
+  const size_t colon = line.rfind(':');
+  if (colon == absl::string_view::npos || colon + 1 == line.size()) return false;
+  for (char c : line.substr(colon + 1)) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  const absl::string_view file = line.substr(0, colon);
+  for (const char* extension : {".cc", ".h", ".cpp", ".hpp"}) {
+    if (absl::EndsWith(file, extension)) return file.find(' ') == absl::string_view::npos;
+  }
+  return false;
+}
+
 std::string PlainDescription(const std::string& description) {
-  static const std::regex kLocation(R"(\s*[\w./+-]+\.(cc|h|hpp|cpp):\d+:)");
   const std::vector<std::string> lines = absl::StrSplit(description, '\n');
   std::vector<std::string> kept;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (!std::regex_match(lines[i], kLocation)) {
+    if (!IsSourceLocation(lines[i])) {
       kept.push_back(lines[i]);
       continue;
     }
