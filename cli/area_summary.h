@@ -8,7 +8,6 @@
 #define KVCHECK_CLI_AREA_SUMMARY_H_
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cli/job_result.h"

@@ -89,9 +89,7 @@ PropertySpec GrowthLawProperty(const CacheStrategy& strategy, LawMarginMap* marg
             worst = std::max(worst, static_cast<double>(c.bytes_growth_copied) /
                                         (3.0 * static_cast<double>(c.bytes_appended)));
           }
-          LawMarginMap margin;
-          margin["cache/growth copies / 3x appended"].Add(worst);
-          return EncodeLawMargins(margin);
+          return EncodeLawMargin("cache/growth copies / 3x appended", worst);
         });
         MergeLawMargins(wire, margins);
       }};

@@ -295,12 +295,6 @@ double CompareGenerations(const Generation& actual, const Generation& expected, 
   return worst;
 }
 
-// One case's margin of a generation law, as the payload of its isolated check.
-std::string MarginPayload(const char* law, double worst) {
-  LawMarginMap margin;
-  margin[law].Add(worst);
-  return EncodeLawMargins(margin);
-}
 
 }  // namespace
 
@@ -323,7 +317,7 @@ PropertySpec GenerationEquivalenceProperty(const CacheStrategy& strategy, Genera
                       const Generation expected =
                           Run(CorrectGenerator(), *decoder, Options(c, nullptr), c);
                       const Generation actual = Run(factory, *decoder, Options(c, &strategy), c);
-                      return MarginPayload(
+                      return EncodeLawMargin(
                           "generation/cached logits vs recomputation / tolerance",
                           CompareGenerations(actual, expected, "cached vs recomputation"));
                     }),
@@ -479,7 +473,7 @@ PropertySpec WindowedCacheVsReferenceProperty(int cases, LawMarginMap* margins) 
                                              absl::StrCat(strategy.name, " (window ",
                                                           c.cache_window, ") step ", t)));
               }
-              return MarginPayload(kReferenceMargin, worst);
+              return EncodeLawMargin(kReferenceMargin, worst);
             }),
                             margins);
             RC_TAG(strategy.name, model::DecoderKindName(c.config.kind));
@@ -516,7 +510,7 @@ PropertySpec EngineVsReferenceProperty(int cases, LawMarginMap* margins) {
                              path == model::MatmulPath::kOptimized ? "optimized" : "plain"));
             }
           }
-          return MarginPayload(kReferenceMargin, worst);
+          return EncodeLawMargin(kReferenceMargin, worst);
         }),
                         margins);
         RC_TAG(model::DecoderKindName(c.config.kind), c.kernel);

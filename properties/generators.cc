@@ -139,10 +139,10 @@ rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Value
       gen_values, GenLayoutDraw(rank));
 }
 
-rc::Gen<TensorSpec> GenLayoutFor(TensorSpec values) {
-  const int rank = static_cast<int>(values.shape.size());
-  return rc::gen::map(GenLayoutDraw(rank), [values](const LayoutDraw& layout) {
-    return ApplyLayout(values, layout);
+rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int rank, int percent) {
+  return rc::gen::exec([rank, percent]() -> std::optional<LayoutDraw> {
+    if (!Sometimes(percent)) return std::nullopt;
+    return *GenLayoutDraw(rank);
   });
 }
 

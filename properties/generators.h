@@ -5,6 +5,7 @@
 #define KVCHECK_PROPERTIES_GENERATORS_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <type_traits>
@@ -124,10 +125,6 @@ std::vector<float> SeededElements(uint64_t seed, int64_t count, DType dtype);
 rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
                                   LayoutKind layout);
 
-// `values` (a contiguous spec) given a generated layout (LayoutKind::kAny): only the layout
-// is drawn, for tensors whose values come from elsewhere (a seed).
-rc::Gen<TensorSpec> GenLayoutFor(TensorSpec values);
-
 // The drawn parts of a hostile layout (LayoutKind::kAny): buffer dimension order, padding per
 // dimension, offsets. Each shrinks to the plain layout (identity order, no padding).
 struct LayoutDraw {
@@ -138,6 +135,9 @@ struct LayoutDraw {
 rc::Gen<LayoutDraw> GenLayoutDraw(int rank);
 // `spec` (contiguous) laid out as `layout` says.
 TensorSpec ApplyLayout(TensorSpec spec, const LayoutDraw& layout);
+// A hostile layout `percent`% of the time (else none: contiguous), as one draw that shrinks to
+// none.
+rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int rank, int percent);
 
 // A length: one of `edges` (those in [lo, edge_hi]; edge_hi < 0: hi) or, half the time,
 // uniform in [lo, hi]. One draw, shrinking to the smallest edge and then to lo.

@@ -27,14 +27,6 @@ float FullMantissaFloat(int64_t mantissa, int exponent) {
   return std::ldexp(static_cast<float>((int64_t{1} << 23) + mantissa), exponent - 23);
 }
 
-// An optional hostile layout: one draw, shrinking to the plain layout.
-rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int rank, int percent) {
-  return rc::gen::exec([rank, percent]() -> std::optional<LayoutDraw> {
-    if (!Sometimes(percent)) return std::nullopt;
-    return *GenLayoutDraw(rank);
-  });
-}
-
 TensorSpec SpecFor(DType dtype, std::vector<int64_t> shape, std::vector<float> values,
                    const std::optional<LayoutDraw>& layout) {
   TensorSpec spec = TensorSpec::Contiguous(dtype, std::move(shape), std::move(values));
@@ -294,9 +286,13 @@ void SampleCheckedRows(KernelCase& c, int64_t budget) {
   const int64_t keep = std::max<int64_t>(1, budget / per_row);
   std::vector<int64_t> chosen = {rows - 1};  // the last query row of the last head
   chosen.insert(chosen.end(), c.focus_rows.begin(), c.focus_rows.end());
-  for (int64_t n = static_cast<int64_t>(chosen.size()); n < keep; ++n) {
-    chosen.push_back(*Uniform<int64_t>(0, rows));
-  }
+  // One labelled draw, not a bare number per row in the counterexample.
+  const int64_t more = std::max<int64_t>(0, keep - static_cast<int64_t>(chosen.size()));
+  const std::vector<int64_t> sampled =
+      (*Label("rows checked besides the last and the ones the patterns aim at",
+              rc::gen::container<std::vector<int64_t>>(more, Uniform<int64_t>(0, rows))))
+          .value;
+  chosen.insert(chosen.end(), sampled.begin(), sampled.end());
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
   p.checked_rows = chosen;

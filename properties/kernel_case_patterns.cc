@@ -228,9 +228,7 @@ rc::Gen<MaskPlan> GenMaskPlan() {
     plan.key = *GenFraction();
     plan.mask_row = *GenFraction();
     plan.element = *GenFraction();
-    const bool strided = Sometimes(50);
-    const LayoutDraw layout = *GenLayoutDraw(4);
-    if (strided) plan.layout = layout;
+    plan.layout = *GenOptionalLayout(4, 50);
     return plan;
   });
 }

@@ -10,6 +10,12 @@ std::string EncodeLawMargins(const LawMarginMap& margins) {
   return wire;
 }
 
+std::string EncodeLawMargin(const std::string& law, double margin) {
+  LawMarginMap margins;
+  margins[law].Add(margin);
+  return EncodeLawMargins(margins);
+}
+
 void MergeLawMargins(std::string_view wire, LawMarginMap* margins) {
   if (margins == nullptr) return;
   ForEachRatioRecord(wire, [margins](std::string_view law, const RecordCounts&,

@@ -22,6 +22,8 @@ namespace kvcheck::properties {
 using LawMarginMap = std::map<std::string, reference::RatioStats>;
 
 std::string EncodeLawMargins(const LawMarginMap& margins);
+// One case's margin of one law, encoded: what a law's isolated check returns.
+std::string EncodeLawMargin(const std::string& law, double margin);
 // Adds the margins of `wire` (EncodeLawMargins' output) to *margins; a null map ignores them.
 void MergeLawMargins(std::string_view wire, LawMarginMap* margins);
 
