@@ -107,9 +107,16 @@ Replayed ReplayOne(const Settings& settings, const std::string& path) {
   const std::string against =
       file->defect.empty() ? (engine.spec.empty() ? "" : absl::StrCat(" against ", engine.spec))
                            : absl::StrCat(" against defect ", file->defect);
+  // After a generator change the reproduce string may select another case: say so, on a
+  // pass too (a regression file that no longer replays its case guards nothing).
+  const bool differs = outcome.counterexample != file->counterexample;
+  const char* const kDiffers =
+      "note: the case differs from the file's counterexample (the generators changed since the "
+      "file was written); the file's reproduce string still selects it\n";
   if (outcome.reproduced_case_passes) {
     std::printf("%s: %s%s passes now on this case\n", path.c_str(), spec->name.c_str(),
                 against.c_str());
+    if (differs) std::printf("%s", kDiffers);
     return Replayed::kPasses;
   }
   if (outcome.reproduce.empty()) {
@@ -120,10 +127,7 @@ Replayed ReplayOne(const Settings& settings, const std::string& path) {
               CaseEndName(outcome.end));
   std::printf("\ncase:\n%s\nwhat diverged:\n%s\n", outcome.counterexample.c_str(),
               outcome.description.c_str());
-  if (outcome.counterexample != file->counterexample) {
-    std::printf("note: the case differs from the file's counterexample (the generators changed "
-                "since the file was written); the file's reproduce string still selects it\n");
-  }
+  if (differs) std::printf("%s", kDiffers);
   return Replayed::kFails;
 }
 
