@@ -45,9 +45,9 @@ AttentionProblem GenShapeAndFeatures(int64_t max_kv_len, bool features) {
     p.mask_batch = *Choice<int64_t>(1, p.batch);
     p.mask_heads = *Choice<int64_t>(1, p.num_heads);
     p.mask = Values(p.mask_batch * p.mask_heads * p.q_len * p.kv_len,
-                    rc::gen::weightedOneOf<float>({{3, rc::gen::just(0.0f)},
-                                                   {1, rc::gen::just(-INFINITY)},
-                                                   {2, Choice(-1.0f, 0.5f, -3.25f)}}));
+                    WeightedOneOf<float>({{3, rc::gen::just(0.0f)},
+                                          {1, rc::gen::just(-INFINITY)},
+                                          {2, Choice(-1.0f, 0.5f, -3.25f)}}));
   }
   return p;
 }
@@ -59,7 +59,7 @@ void FillQkv(AttentionProblem& p, rc::Gen<float> q, rc::Gen<float> k, rc::Gen<fl
 }
 
 rc::Gen<float> Normalish(float scale) {
-  return rc::gen::map(rc::gen::inRange(-4096, 4097),
+  return rc::gen::map(NearZero(-4096, 4096),
                       [scale](int x) { return scale * static_cast<float>(x) / 1024.0f; });
 }
 
@@ -113,7 +113,7 @@ AttentionProblem Generate(int family) {
     }
     case 6: {  // subnormal: tiny q, k and v (subnormal products and outputs)
       AttentionProblem p = GenShapeAndFeatures(32, false);
-      const rc::Gen<float> tiny = rc::gen::map(rc::gen::inRange(-1000, 1001), [](int m) {
+      const rc::Gen<float> tiny = rc::gen::map(NearZero(-1000, 1000), [](int m) {
         return std::ldexp(static_cast<float>(m), -140);
       });
       FillQkv(p, tiny, tiny, tiny);
@@ -133,7 +133,7 @@ AttentionProblem Generate(int family) {
       p.scale = 1.0f;
       p.head_dim = *Choice<int64_t>(1, 2, 4);
       const rc::Gen<float> huge = rc::gen::map(
-          rc::gen::pair(rc::gen::inRange(-1024, 1025), rc::gen::inRange(0, 21)),
+          rc::gen::pair(NearZero(-1024, 1024), Uniform(0, 21)),
           [](std::pair<int, int> me) { return std::ldexp(static_cast<float>(me.first), me.second); });
       FillQkv(p, huge, huge, Normalish(4.0f));
       return p;

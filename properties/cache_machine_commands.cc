@@ -23,7 +23,7 @@ thread_local std::set<std::string>* current_events = nullptr;
 TensorSpec GenCacheInput(DType dtype, std::vector<int64_t> shape) {
   return *rc::gen::exec([dtype, shape] {
     const int layout = *Uniform(0, 4);
-    const LayoutDraw hostile = *GenLayoutDraw(static_cast<int>(shape.size()));
+    const LayoutDraw hostile = *GenLayoutDraw();
     const int broadcast_dim = *Choice(1, 0, 2, 3);
     const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
     const bool specials = *Uniform(0, 8) == 7;  // shrinks to no special values

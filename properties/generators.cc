@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 
@@ -12,8 +13,8 @@ namespace kvcheck::properties {
 rc::Gen<DType> GenDType() { return rc::gen::map(Uniform(0, 3), [](int i) { return kAllDTypes[i]; }); }
 
 rc::Gen<float> GenElement(DType dtype, Values values) {
-  rc::Gen<float> small = rc::gen::map(rc::gen::inRange(-8, 9),
-                                      [](int v) { return static_cast<float>(v); });
+  rc::Gen<float> small =
+      rc::gen::map(NearZero(-8, 8), [](int v) { return static_cast<float>(v); });
   if (values == Values::kSmallIntegers) return small;
   // Mantissa and exponent chosen separately: covers magnitudes from subnormal to large
   // without drowning in huge values.
@@ -22,18 +23,21 @@ rc::Gen<float> GenElement(DType dtype, Values values) {
         const float x = std::ldexp(static_cast<float>(mantissa) / 1024.0f, exponent);
         return negative ? -x : x;
       },
-      rc::gen::inRange(1024, 2048), rc::gen::inRange(-20, 12), rc::gen::arbitrary<bool>());
-  rc::Gen<float> subnormal = rc::gen::map(rc::gen::inRange(1, 1024), [dtype](int m) {
+      Uniform(1024, 2048), NearZero(-20, 11), rc::gen::arbitrary<bool>());
+  rc::Gen<float> subnormal = rc::gen::map(Uniform(1, 1024), [dtype](int m) {
     // A subnormal of the dtype (f32 subnormals for f32, f16 subnormals for f16, ...).
     const int min_exponent = dtype == DType::kF16 ? -24 : -149;
     return std::ldexp(static_cast<float>(m), min_exponent);
   });
-  rc::Gen<float> finite = rc::gen::weightedOneOf<float>(
-      {{6, small}, {10, varied}, {1, rc::gen::just(0.0f)}, {1, rc::gen::just(-0.0f)},
-       {1, subnormal}});
+  // Simplest first: a counterexample's values shrink to small integers, then to 0.
+  rc::Gen<float> finite = WeightedOneOf<float>({{6, small},
+                                                {1, rc::gen::just(0.0f)},
+                                                {1, rc::gen::just(-0.0f)},
+                                                {1, subnormal},
+                                                {10, varied}});
   rc::Gen<float> chosen = finite;
   if (values == Values::kAny) {
-    chosen = rc::gen::weightedOneOf<float>(
+    chosen = WeightedOneOf<float>(
         {{19, finite},
          {1, rc::gen::just(std::numeric_limits<float>::quiet_NaN())},
          {1, Choice(INFINITY, -INFINITY)}});
@@ -65,12 +69,23 @@ std::vector<float> SeededElements(uint64_t seed, int64_t count, DType dtype) {
   return values;
 }
 
+rc::Gen<int> NearZero(int lo, int hi) {
+  std::vector<int> order;
+  for (int v = lo; v <= hi; ++v) order.push_back(v);
+  // By magnitude, the positive value first: 0, 1, -1, 2, -2, ...
+  std::stable_sort(order.begin(), order.end(), [](int a, int b) {
+    return std::abs(a) != std::abs(b) ? std::abs(a) < std::abs(b) : a > b;
+  });
+  return ChoiceOf(std::move(order));
+}
+
 rc::Gen<std::vector<int64_t>> GenShape(int min_rank, int max_rank, int64_t min_dim,
                                        int64_t max_dim) {
   return rc::gen::mapcat(Uniform(min_rank, max_rank + 1), [=](int rank) {
     rc::Gen<int64_t> dim = Uniform<int64_t>(min_dim, max_dim + 1);
     if (min_dim == 0 && max_dim > 0) {
-      dim = rc::gen::weightedOneOf<int64_t>(
+      // 0 first: a dimension the failure does not need shrinks to empty.
+      dim = WeightedOneOf<int64_t>(
           {{1, rc::gen::just<int64_t>(0)}, {9, Uniform<int64_t>(1, max_dim + 1)}});
     }
     return rc::gen::container<std::vector<int64_t>>(rank, dim);
@@ -92,58 +107,144 @@ rc::Gen<int64_t> GenLengthNear(std::vector<int64_t> edges, int64_t lo, int64_t h
   });
 }
 
-rc::Gen<LayoutDraw> GenLayoutDraw(int rank) {
-  std::vector<int> identity(rank);
-  std::iota(identity.begin(), identity.end(), 0);
-  return rc::gen::apply(
-      [](std::vector<int> order, std::vector<int64_t> padding, std::vector<int64_t> offset_seed) {
-        return LayoutDraw{std::move(order), std::move(padding), std::move(offset_seed)};
-      },
-      // A permutation from random sort keys; keys shrink to 0, i.e. to the identity order.
-      rc::gen::map(rc::gen::container<std::vector<int>>(rank, Uniform(0, 100)),
-                   [identity](std::vector<int> keys) {
-                     std::vector<int> order = identity;
-                     std::stable_sort(order.begin(), order.end(),
-                                      [&](int a, int b) { return keys[a] < keys[b]; });
-                     return order;
-                   }),
-      rc::gen::container<std::vector<int64_t>>(rank, Uniform<int64_t>(0, 3)),
-      rc::gen::container<std::vector<int64_t>>(rank, Uniform<int64_t>(0, 3)));
+rc::Gen<LayoutDraw> GenLayoutDraw() {
+  return rc::gen::exec([] {
+    LayoutDraw layout;
+    layout.swaps = *rc::gen::container<std::vector<std::pair<int, int>>>(
+        *Uniform<size_t>(0, 5), rc::gen::pair(Uniform(0, 3), Uniform(0, 3)));
+    layout.pads = *rc::gen::container<std::vector<LayoutPad>>(
+        *Uniform<size_t>(0, 4), rc::gen::exec([] {
+          return LayoutPad{*Uniform(0, 4), *Uniform<int64_t>(1, 3), *Uniform<int64_t>(0, 3)};
+        }));
+    return layout;
+  });
+}
+
+std::vector<int> LayoutOrder(const LayoutDraw& layout, int rank) {
+  std::vector<int> order(rank);
+  std::iota(order.begin(), order.end(), 0);
+  for (const auto& [a, gap] : layout.swaps) {
+    if (a + 1 + gap < rank) std::swap(order[a], order[a + 1 + gap]);
+  }
+  return order;
 }
 
 TensorSpec ApplyLayout(TensorSpec spec, const LayoutDraw& layout) {
-  spec.buffer_order = layout.order;
-  spec.padding = layout.padding;
-  for (size_t d = 0; d < spec.shape.size(); ++d) {
-    spec.offset[d] = spec.padding[d] == 0 ? 0 : layout.offset_seed[d] % (spec.padding[d] + 1);
+  const int rank = static_cast<int>(spec.shape.size());
+  spec.buffer_order = LayoutOrder(layout, rank);
+  for (const LayoutPad& pad : layout.pads) {
+    if (pad.dim >= rank) continue;
+    spec.padding[pad.dim] = pad.amount;
+    spec.offset[pad.dim] = pad.offset_seed % (pad.amount + 1);
   }
   return spec;
+}
+
+rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int percent) {
+  return rc::gen::exec([percent]() -> std::optional<LayoutDraw> {
+    if (!Sometimes(percent)) return std::nullopt;
+    return *GenLayoutDraw();
+  });
+}
+
+namespace {
+
+// One value of GenElement's classes, with their weights, from `state`.
+float SeededElement(uint64_t& state, DType dtype, Values values) {
+  const uint64_t z = SplitMix64(state);
+  const uint64_t r = z >> 16;
+  float x;
+  const int small = static_cast<int>(r % 17) - 8;
+  if (values == Values::kSmallIntegers) return static_cast<float>(small);
+  if (values == Values::kAny && z % 21 == 0) {
+    x = r % 3 == 0 ? NAN : r % 3 == 1 ? INFINITY : -INFINITY;
+  } else {
+    const int kind = static_cast<int>((z >> 8) % 19);
+    const bool negative = r & 1;
+    if (kind < 6) {
+      x = static_cast<float>(small);
+    } else if (kind == 6) {
+      x = 0.0f;
+    } else if (kind == 7) {
+      x = -0.0f;
+    } else if (kind == 8) {  // a subnormal of the dtype
+      x = std::ldexp(static_cast<float>((r >> 1) % 1023 + 1), dtype == DType::kF16 ? -24 : -149);
+    } else {  // varied magnitudes, 2^-20 .. 2^11
+      x = std::ldexp(static_cast<float>((r >> 1) % 1024 + 1024) / 1024.0f,
+                     static_cast<int>((r >> 11) % 32) - 20);
+      if (negative) x = -x;
+    }
+  }
+  return RoundToDType(x, dtype);
+}
+
+// Simpler values than `x`, simplest first: 0, then 1 for NaN and +-inf; the integer part; half
+// of it; |x|.
+rc::Seq<float> SimplerElements(float x, DType dtype) {
+  std::vector<float> simpler;
+  const auto add = [&](float candidate) {
+    candidate = RoundToDType(candidate, dtype);
+    const bool same = candidate == x && std::signbit(candidate) == std::signbit(x);
+    if (!same && std::find(simpler.begin(), simpler.end(), candidate) == simpler.end()) {
+      simpler.push_back(candidate);
+    }
+  };
+  if (std::isnan(x) || std::isinf(x)) {
+    add(0.0f);
+    add(1.0f);
+  } else if (x != 0 || std::signbit(x)) {
+    add(0.0f);
+    add(std::trunc(x));
+    add(std::trunc(x / 2));
+    if (x == std::trunc(x)) add(x > 0 ? x - 1 : x + 1);
+    add(std::fabs(x));
+  }
+  return rc::seq::fromContainer(std::move(simpler));
+}
+
+}  // namespace
+
+rc::Gen<std::vector<float>> GenElements(DType dtype, Values values, int64_t count) {
+  return rc::Gen<std::vector<float>>([dtype, values, count](const rc::Random& random, int) {
+    uint64_t state = rc::Random(random).next();
+    std::vector<float> drawn(count);
+    for (float& x : drawn) x = SeededElement(state, dtype, values);
+    return rc::shrinkable::shrinkRecur(std::move(drawn), [dtype](const std::vector<float>& v) {
+      return rc::seq::concat(
+          rc::shrink::removeChunks(v),
+          rc::shrink::eachElement(v, [dtype](float x) { return SimplerElements(x, dtype); }));
+    });
+  });
+}
+
+rc::Gen<TensorPlan> GenTensorPlan(DType dtype, Values values, LayoutKind layout,
+                                  int64_t max_count) {
+  return rc::gen::exec([dtype, values, layout, max_count] {
+    TensorPlan plan;
+    plan.dtype = dtype;
+    if (layout == LayoutKind::kAny) plan.layout = *GenLayoutDraw();
+    plan.values = *GenElements(dtype, values, max_count);
+    return plan;
+  });
+}
+
+TensorSpec SpecFromPlan(const TensorPlan& plan, std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> values(count, 0.0f);
+  std::copy_n(plan.values.begin(), std::min<int64_t>(count, plan.values.size()), values.begin());
+  TensorSpec spec = TensorSpec::Contiguous(plan.dtype, std::move(shape), std::move(values));
+  return plan.layout.has_value() ? ApplyLayout(std::move(spec), *plan.layout) : spec;
 }
 
 rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
                                   LayoutKind layout) {
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
-  const int rank = static_cast<int>(shape.size());
-  rc::Gen<std::vector<float>> gen_values =
-      rc::gen::container<std::vector<float>>(count, GenElement(dtype, values));
-  if (layout == LayoutKind::kContiguous) {
-    return rc::gen::map(gen_values, [dtype, shape](std::vector<float> v) {
-      return TensorSpec::Contiguous(dtype, shape, std::move(v));
-    });
-  }
-  return rc::gen::apply(
-      [dtype, shape](std::vector<float> v, const LayoutDraw& layout) {
-        return ApplyLayout(TensorSpec::Contiguous(dtype, shape, std::move(v)), layout);
-      },
-      gen_values, GenLayoutDraw(rank));
-}
-
-rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int rank, int percent) {
-  return rc::gen::exec([rank, percent]() -> std::optional<LayoutDraw> {
-    if (!Sometimes(percent)) return std::nullopt;
-    return *GenLayoutDraw(rank);
-  });
+  return rc::gen::map(GenTensorPlan(dtype, values, layout, count),
+                      [shape = std::move(shape)](const TensorPlan& plan) {
+                        return SpecFromPlan(plan, shape);
+                      });
 }
 
 }  // namespace kvcheck::properties

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "properties/tensor_spec.h"
@@ -88,6 +89,29 @@ rc::Gen<std::decay_t<T>> Choice(T first, Ts... rest) {
   return ChoiceOf<V>(std::vector<V>{static_cast<V>(first), static_cast<V>(rest)...});
 }
 
+// One of `options` ({weight, generator}), drawn by weight, shrinking towards the first option
+// and then within the option drawn: list the simplest first. RapidCheck's weightedOneOf and
+// oneOf never shrink their choice (a NaN element stayed a NaN, a nonzero dimension nonzero).
+// REQUIRES: the weights are positive.
+template <typename T>
+rc::Gen<T> WeightedOneOf(std::vector<std::pair<int, rc::Gen<T>>> options) {
+  int total = 0;
+  for (const auto& option : options) total += option.first;
+  return rc::gen::mapcat(Uniform(0, total), [options = std::move(options)](int ticket) {
+    for (const auto& [weight, gen] : options) {
+      if (ticket < weight) return gen;
+      ticket -= weight;
+    }
+    return options.back().second;
+  });
+}
+
+// An integer in [lo, hi], uniformly, shrinking towards the one nearest 0 (then by magnitude,
+// the positive one first). RapidCheck's inRange shrinks towards its lower bound: a value of
+// [-8, 8] shrank to -8, an exponent of [-20, 11] to 2^-20.
+// REQUIRES: lo <= hi.
+rc::Gen<int> NearZero(int lo, int hi);
+
 // True `percent`% of the time; shrinks to false. For optional features, so that a shrunk
 // counterexample keeps only the features the failure needs (a draw that makes a feature
 // *on* when it is 0 would shrink every feature on).
@@ -121,23 +145,51 @@ enum class LayoutKind {
 // more than the case.
 std::vector<float> SeededElements(uint64_t seed, int64_t count, DType dtype);
 
-// A tensor of `shape` with generated values and a generated layout.
-rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
-                                  LayoutKind layout);
-
-// The drawn parts of a hostile layout (LayoutKind::kAny): buffer dimension order, padding per
-// dimension, offsets. Each shrinks to the plain layout (identity order, no padding).
-struct LayoutDraw {
-  std::vector<int> order;
-  std::vector<int64_t> padding;
-  std::vector<int64_t> offset_seed;
+// The drawn parts of a hostile layout (LayoutKind::kAny), independent of the tensor's shape so
+// that a case can shrink its shape and keep its layout: transpositions of buffer dimensions
+// (a, a + 1 + gap) and paddings of one dimension (with an offset into the padding), each
+// skipped where its dimension is past the rank. Shrinks to the plain layout (no swaps, no
+// padding), and a swap or padding towards dimension 0.
+struct LayoutPad {
+  int dim = 0;
+  int64_t amount = 1;       // 1..2 elements of padding
+  int64_t offset_seed = 0;  // offset = offset_seed % (amount + 1)
 };
-rc::Gen<LayoutDraw> GenLayoutDraw(int rank);
+struct LayoutDraw {
+  std::vector<std::pair<int, int>> swaps;  // (a, gap)
+  std::vector<LayoutPad> pads;
+};
+rc::Gen<LayoutDraw> GenLayoutDraw();
+// The buffer dimension order `layout` gives a tensor of `rank`.
+std::vector<int> LayoutOrder(const LayoutDraw& layout, int rank);
 // `spec` (contiguous) laid out as `layout` says.
 TensorSpec ApplyLayout(TensorSpec spec, const LayoutDraw& layout);
 // A hostile layout `percent`% of the time (else none: contiguous), as one draw that shrinks to
 // none.
-rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int rank, int percent);
+rc::Gen<std::optional<LayoutDraw>> GenOptionalLayout(int percent);
+
+// `count` element values (GenElement's classes and weights), drawn from one seed, as one draw
+// that shrinks as a list: chunks removed (the values after them move to lower indices) and
+// each value made simpler (0, then an integer nearer 0; NaN and +-inf to 0 or 1). A failure
+// that needs one special value in a large tensor shrinks to that value at index 0.
+rc::Gen<std::vector<float>> GenElements(DType dtype, Values values, int64_t count);
+
+// A tensor's values and layout, drawn before its shape, so that a shape that shrinks keeps
+// them. Element i takes values[i], 0 past the end of the list.
+struct TensorPlan {
+  DType dtype = DType::kF32;
+  std::vector<float> values;
+  std::optional<LayoutDraw> layout;  // none: contiguous
+};
+// A plan for tensors of up to `max_count` elements.
+rc::Gen<TensorPlan> GenTensorPlan(DType dtype, Values values, LayoutKind layout,
+                                  int64_t max_count);
+// The tensor of `shape` that `plan` describes.
+TensorSpec SpecFromPlan(const TensorPlan& plan, std::vector<int64_t> shape);
+
+// A tensor of `shape` with generated values and a generated layout (GenTensorPlan's).
+rc::Gen<TensorSpec> GenTensorSpec(DType dtype, std::vector<int64_t> shape, Values values,
+                                  LayoutKind layout);
 
 // A length: one of `edges` (those in [lo, edge_hi]; edge_hi < 0: hi) or, half the time,
 // uniform in [lo, hi]. One draw, shrinking to the smallest edge and then to lo.

@@ -131,9 +131,9 @@ rc::Gen<KernelCase> GenKernelCase(int64_t max_kv_len, KernelCaseLimits limits) {
     // copy or erase.
     const bool broadcast = Sometimes(20);
     const int broadcast_tensor = *Uniform(0, 3), broadcast_dim = *Uniform(0, 4);
-    const std::optional<LayoutDraw> q_layout = *GenOptionalLayout(4, 50);
-    const std::optional<LayoutDraw> k_layout = *GenOptionalLayout(4, 50);
-    const std::optional<LayoutDraw> v_layout = *GenOptionalLayout(4, 50);
+    const std::optional<LayoutDraw> q_layout = *GenOptionalLayout(50);
+    const std::optional<LayoutDraw> k_layout = *GenOptionalLayout(50);
+    const std::optional<LayoutDraw> v_layout = *GenOptionalLayout(50);
     const std::optional<SpecialsPlan> specials = *rc::gen::exec(
         [percent = broadcast ? 0 : limits.specials_percent]() -> std::optional<SpecialsPlan> {
           if (!Sometimes(percent)) return std::nullopt;

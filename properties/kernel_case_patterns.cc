@@ -228,7 +228,7 @@ rc::Gen<MaskPlan> GenMaskPlan() {
     plan.key = *GenFraction();
     plan.mask_row = *GenFraction();
     plan.element = *GenFraction();
-    plan.layout = *GenOptionalLayout(4, 50);
+    plan.layout = *GenOptionalLayout(50);
     return plan;
   });
 }

@@ -62,10 +62,75 @@ std::vector<int64_t> AsVector(const Dims& dims) { return {dims.begin(), dims.end
 // ----- Generators (run in the parent).
 
 rc::Gen<TensorSpec> GenAnyTensorSpec(int min_rank, int64_t min_dim) {
+  // The plan (values and layout) before the shape: a shape that shrinks keeps them.
   return rc::gen::exec([min_rank, min_dim] {
     const DType dtype = *GenDType();
-    return *GenTensorSpec(dtype, *GenShape(min_rank, 4, min_dim, 5), Values::kAny,
-                          LayoutKind::kAny);
+    const TensorPlan plan = *GenTensorPlan(dtype, Values::kAny, LayoutKind::kAny, 625);
+    return SpecFromPlan(plan, *GenShape(min_rank, 4, min_dim, 5));
+  });
+}
+
+rc::Gen<NarrowArgs> GenNarrowArgs(std::vector<int64_t> shape) {
+  return rc::gen::exec([shape = std::move(shape)] {
+    // Drawn past the sizes and clamped to them, so that a shape that shrinks keeps a start
+    // and length it still has room for (a draw modulo the size would move them).
+    const int rank = static_cast<int>(shape.size());
+    NarrowArgs a;
+    a.dim = std::min(*Uniform(0, 4), rank - 1);
+    a.start = std::min(*Uniform<int64_t>(0, 7), shape[a.dim]);
+    a.length = std::min(*Uniform<int64_t>(0, 7), shape[a.dim] - a.start);
+    return a;
+  });
+}
+
+void showValue(const CatParts& c, std::ostream& os) {
+  os << "along dim " << c.dim << ":";
+  for (const TensorSpec& part : c.parts) {
+    os << "\n  ";
+    showValue(part, os);
+  }
+}
+
+rc::Gen<CatParts> GenCatParts() {
+  return rc::gen::exec([] {
+    // The parts' plans before the shapes (shrink_to_minimum.h: a shape that shrinks keeps
+    // the values and layouts).
+    CatParts c;
+    const DType dtype = *GenDType();
+    const std::vector<TensorPlan> plans = *rc::gen::container<std::vector<TensorPlan>>(
+        *Uniform<size_t>(1, 4), GenTensorPlan(dtype, Values::kAny, LayoutKind::kAny, 256));
+    const std::vector<int64_t> shape = *GenShape(1, 4, 0, 4);
+    c.dim = *Uniform(0, static_cast<int>(shape.size()));
+    for (const TensorPlan& plan : plans) {
+      std::vector<int64_t> part_shape = shape;
+      part_shape[c.dim] = *Uniform<int64_t>(0, 4);
+      c.parts.push_back(SpecFromPlan(plan, part_shape));
+    }
+    return c;
+  });
+}
+
+void showValue(const SliceSetCase& c, std::ostream& os) {
+  os << "along dim " << c.dim << " at offset " << c.offset << "\n  dst ";
+  showValue(c.dst, os);
+  os << "\n  src ";
+  showValue(c.src, os);
+}
+
+rc::Gen<SliceSetCase> GenSliceSetCase() {
+  return rc::gen::exec([] {
+    SliceSetCase c;
+    const DType dtype = *GenDType();
+    const TensorPlan dst = *GenTensorPlan(dtype, Values::kAny, LayoutKind::kAny, 625);
+    const TensorPlan src = *GenTensorPlan(dtype, Values::kAny, LayoutKind::kAny, 625);
+    const std::vector<int64_t> shape = *GenShape(1, 4, 1, 5);
+    c.dim = *Uniform(0, static_cast<int>(shape.size()));
+    std::vector<int64_t> src_shape = shape;
+    src_shape[c.dim] = *Uniform<int64_t>(0, shape[c.dim] + 1);
+    c.offset = *Uniform<int64_t>(0, shape[c.dim] - src_shape[c.dim] + 1);
+    c.dst = SpecFromPlan(dst, shape);
+    c.src = SpecFromPlan(src, src_shape);
+    return c;
   });
 }
 

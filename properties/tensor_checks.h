@@ -66,6 +66,29 @@ std::vector<int64_t> AsVector(const Dims& dims);
 // prints its dtype, shape and layout.
 rc::Gen<TensorSpec> GenAnyTensorSpec(int min_rank = 1, int64_t min_dim = 0);
 
+// The arguments of a Narrow of a tensor of `shape`: any dimension, any start and length within
+// it; shrinks to dimension 0, start 0, length 0. REQUIRES: shape is not empty.
+rc::Gen<NarrowArgs> GenNarrowArgs(std::vector<int64_t> shape);
+
+// The inputs of a Cat: one to three parts of one dtype, any layouts, equal but for the size
+// along `dim` (0..3 each), values including NaN and +-inf.
+struct CatParts {
+  int dim = 0;
+  std::vector<TensorSpec> parts;
+};
+void showValue(const CatParts& c, std::ostream& os);
+rc::Gen<CatParts> GenCatParts();
+
+// A SliceSet: `src` written into `dst` along `dim` from `offset` (both of one dtype, any
+// layouts, dst's dimensions 1..5, src's size along `dim` 0..dst's).
+struct SliceSetCase {
+  TensorSpec dst, src;
+  int dim = 0;
+  int64_t offset = 0;
+};
+void showValue(const SliceSetCase& c, std::ostream& os);
+rc::Gen<SliceSetCase> GenSliceSetCase();
+
 // A permutation of [0, rank), from random sort keys; the keys shrink to 0, the identity order.
 rc::Gen<std::vector<int>> GenPermutation(int rank);
 

@@ -37,18 +37,9 @@ namespace {
 
 // ----- tensor/narrow_matches_model
 
-// A narrow of a tensor of `shape`: any dimension, any start and length within it.
-NarrowArgs GenNarrowArgs(const std::vector<int64_t>& shape) {
-  NarrowArgs a;
-  a.dim = *Uniform(0, static_cast<int>(shape.size()));
-  a.start = *Uniform<int64_t>(0, shape[a.dim] + 1);
-  a.length = *Uniform<int64_t>(0, shape[a.dim] - a.start + 1);
-  return a;
-}
-
 void NarrowMatchesModel() {
   const TensorSpec spec = *GenAnyTensorSpec();
-  const NarrowArgs a = *rc::gen::exec([shape = spec.shape] { return GenNarrowArgs(shape); });
+  const NarrowArgs a = *GenNarrowArgs(spec.shape);
   RunIsolated([&] {
     const Tensor t = Build(spec);
     const Tensor n = Ok(Narrow(t, a.dim, a.start, a.length));
@@ -100,31 +91,8 @@ void NarrowCatRoundTrip() {
   RC_CLASSIFY(c.cuts.size() > 3, "3+ pieces");
 }
 
-struct CatParts {
-  int dim = 0;
-  std::vector<TensorSpec> parts;
-};
-void showValue(const CatParts& c, std::ostream& os) {
-  os << "along dim " << c.dim << ":";
-  for (const TensorSpec& part : c.parts) {
-    os << "\n  ";
-    showValue(part, os);
-  }
-}
-
 void CatMatchesModel() {
-  const CatParts c = *rc::gen::exec([] {
-    CatParts c;
-    const DType dtype = *GenDType();
-    const std::vector<int64_t> shape = *GenShape(1, 4, 0, 4);
-    c.dim = *Uniform(0, static_cast<int>(shape.size()));
-    for (int i = *Uniform(1, 4); i > 0; --i) {
-      std::vector<int64_t> part_shape = shape;
-      part_shape[c.dim] = *Uniform<int64_t>(0, 4);
-      c.parts.push_back(*GenTensorSpec(dtype, part_shape, Values::kAny, LayoutKind::kAny));
-    }
-    return c;
-  });
+  const CatParts c = *GenCatParts();
   RunIsolated([&] {
     std::vector<Tensor> parts;
     std::vector<DenseTensor> models;
@@ -180,7 +148,7 @@ void PermuteMatchesModel() {
   const TensorSpec spec = *GenAnyTensorSpec();
   const PermuteArgs p = *rc::gen::exec([shape = spec.shape] {
     PermuteArgs p;
-    p.narrow = GenNarrowArgs(shape);
+    p.narrow = *GenNarrowArgs(shape);
     p.order = *GenPermutation(static_cast<int>(shape.size()));
     return p;
   });
@@ -247,31 +215,8 @@ void ReshapePreservesRowMajorOrder() {
 
 // ----- tensor/slice_set_writes_exactly_its_target
 
-struct SliceSetCase {
-  TensorSpec dst, src;
-  int dim = 0;
-  int64_t offset = 0;
-};
-void showValue(const SliceSetCase& c, std::ostream& os) {
-  os << "along dim " << c.dim << " at offset " << c.offset << "\n  dst ";
-  showValue(c.dst, os);
-  os << "\n  src ";
-  showValue(c.src, os);
-}
-
 void SliceSetWritesExactlyItsTarget() {
-  const SliceSetCase c = *rc::gen::exec([] {
-    SliceSetCase c;
-    const DType dtype = *GenDType();
-    const std::vector<int64_t> shape = *GenShape(1, 4, 1, 5);
-    c.dim = *Uniform(0, static_cast<int>(shape.size()));
-    c.dst = *GenTensorSpec(dtype, shape, Values::kAny, LayoutKind::kAny);
-    std::vector<int64_t> src_shape = shape;
-    src_shape[c.dim] = *Uniform<int64_t>(0, shape[c.dim] + 1);
-    c.offset = *Uniform<int64_t>(0, shape[c.dim] - src_shape[c.dim] + 1);
-    c.src = *GenTensorSpec(dtype, src_shape, Values::kAny, LayoutKind::kAny);
-    return c;
-  });
+  const SliceSetCase c = *GenSliceSetCase();
   RunIsolated([&] {
     const Tensor dst = Build(c.dst), src = Build(c.src);
     const std::vector<uint8_t> before = StorageBytes(dst);
