@@ -44,7 +44,7 @@ LIB_SRCS=(
   defects/defective_generator.cc defects/defective_attention.cc
   defects/candle_scattered_cache.cc defects/candle_ring_cache.cc
   defects/candle_prealloc_cache.cc
-  fuzz/fuzz_support.cc fuzz/engine_under_fuzz.cc                           # //fuzz
+  fuzz/fuzz_support.cc fuzz/engine_under_fuzz.cc fuzz/attention_decoding.cc # //fuzz
   report/failure_file.cc                                                   # //report
 )
 # The fuzzers' oracles: FUZZ_ORACLE_COPTS in tools/fuzz.bzl (no coverage instrumentation,
