@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "properties/case_isolation.h"
+#include "properties/decoder_case.h"
 #include "properties/generators.h"
 #include "rapidcheck.h"
 #include "reference/reference_decoder.h"
@@ -23,7 +24,6 @@ using model::DecoderKind;
 using model::Generation;
 using model::GenerationOptions;
 
-constexpr double kRelativeLogitTolerance = 1e-3;
 // The built-in f32 decoder against the 50-digit reference decoder: |error| <= this x (1 +
 // max |exact logit|) of the position. Measured, not derived: the worst ratio in 600 cases
 // (KVCHECK_CASE_SCALE=3, attention and MLP gains up to 16 and 32, both matmul paths, Zen 2,
@@ -31,128 +31,6 @@ constexpr double kRelativeLogitTolerance = 1e-3;
 // use, a GELU of the wrong formula or a LayerNorm off by a few percent passed.
 constexpr double kReferenceLogitTolerance = 2e-5;
 
-struct DecoderCase {
-  DecoderConfig config;
-  uint64_t weight_seed = 0;
-  std::vector<int32_t> prompt;
-  int64_t new_tokens = 1;
-  std::string kernel;
-  const AttentionKernel* kernel_ptr = nullptr;
-  int64_t cache_window = 0;
-  // wq and wk multiplied by this after RandomWeights: with GPT-2's initialisation alone
-  // (std 0.02) the scores are so small that every row's softmax is nearly uniform, and a
-  // wrong position (RoPE's angles, a key's slot) barely moves a logit; larger gains make
-  // the attention peak on a few keys.
-  float attention_gain = 1.0f;
-  // The MLP's input weights (w_up, w_gate) and w_down multiplied by this: at std 0.02 the
-  // activations see pre-activations of a few hundredths, where GELU and SiLU are nearly
-  // linear (a GELU of the wrong formula, or SwiGLU with gate and up swapped, moves a logit
-  // less than the tolerance); larger gains reach the curved part.
-  float mlp_gain = 1.0f;
-  // Greedy (0) or seeded sampling: the laws compare generators that must draw the same
-  // tokens from the same logits, and a Reset must restart the draws from the seed.
-  float temperature = 0.0f;
-  uint64_t sampling_seed = 0;
-};
-
-void showValue(const DecoderCase& c, std::ostream& os) {
-  os << c.config.ToString() << ", weight seed " << c.weight_seed << ", prompt ["
-     << absl::StrJoin(c.prompt, ",") << "], " << c.new_tokens << " new tokens, kernel " << c.kernel
-     << ", cache window " << c.cache_window << ", attention gain " << c.attention_gain
-     << ", MLP gain " << c.mlp_gain;
-  if (c.temperature > 0) {
-    os << ", temperature " << c.temperature << ", sampling seed " << c.sampling_seed;
-  }
-  if (c.config.kind == DecoderKind::kLlama) os << ", rope_theta " << c.config.rope_theta;
-}
-
-// The kernels the decoders run on: the subject's kernels that implement what a decoder
-// needs (causal, windows, a ring cache's positions, GQA), else the built-in ones (the laws
-// then check the subject's caches).
-std::vector<const AttentionKernel*> DecoderKernels(const Subject& subject) {
-  constexpr uint32_t kNeeded = kFeatureCausal | kFeatureWindow | kFeaturePositions | kFeatureGqa;
-  std::vector<const AttentionKernel*> kernels;
-  for (const AttentionKernel& kernel : subject.kernels) {
-    if ((kernel.features & kNeeded) == kNeeded && kernel.supports(DType::kF32) &&
-        !kernel.behind_dispatcher) {
-      kernels.push_back(&kernel);
-    }
-  }
-  if (kernels.empty()) {
-    for (const AttentionKernel& kernel : AttentionKernels()) {
-      if (!kernel.behind_dispatcher) kernels.push_back(&kernel);
-    }
-  }
-  return kernels;
-}
-
-rc::Gen<DecoderCase> GenDecoderCase(bool windowed_strategy,
-                                    const std::vector<const AttentionKernel*>& kernels) {
-  return rc::gen::exec([windowed_strategy, kernels] {
-    DecoderCase c;
-    DecoderConfig& m = c.config;
-    m.kind = *Uniform(0, 2) == 0 ? DecoderKind::kGpt2 : DecoderKind::kLlama;
-    m.vocab_size = *Uniform<int64_t>(2, 48);
-    m.context_length = 40;
-    m.num_kv_heads = *Uniform<int64_t>(1, 3);
-    m.num_heads =
-        m.kind == DecoderKind::kGpt2 ? m.num_kv_heads : m.num_kv_heads * *Uniform<int64_t>(1, 4);
-    m.width = m.num_heads * *Choice<int64_t>(2, 4, 6, 8);
-    m.num_layers = *Uniform<int64_t>(1, 4);
-    m.mlp_hidden = m.kind == DecoderKind::kGpt2 ? 4 * m.width : *Uniform<int64_t>(4, 49);
-    if (m.kind == DecoderKind::kLlama && Sometimes(50)) {
-      m.sliding_window = *Uniform<int64_t>(1, 8);
-    }
-    // Small bases turn every RoPE pair a visible angle per position within a short prompt.
-    if (m.kind == DecoderKind::kLlama) m.rope_theta = *Choice(10000.0f, 100.0f, 10.0f);
-    c.weight_seed = *rc::gen::arbitrary<uint64_t>();
-    c.attention_gain = *Choice(1.0f, 4.0f, 16.0f);
-    c.mlp_gain = *Choice(1.0f, 8.0f, 32.0f);
-    if (Sometimes(30)) {
-      c.temperature = *Choice(1.0f, 0.5f, 2.0f);
-      c.sampling_seed = *rc::gen::arbitrary<uint64_t>();
-    }
-    c.prompt = *rc::gen::container<std::vector<int32_t>>(
-        static_cast<size_t>(*Uniform(1, 10)),
-        rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.vocab_size)));
-    c.new_tokens = *Uniform<int64_t>(1, 20);
-    // A generation feeds the prompt and every chosen token but the last: one case in four
-    // fills the context exactly, so that its last position is used (the rest leave room).
-    if (Sometimes(25)) {
-      m.context_length = static_cast<int64_t>(c.prompt.size()) + c.new_tokens - 1;
-    }
-    c.kernel_ptr = kernels[*Uniform<size_t>(0, kernels.size())];
-    // An emulated kernel (the Metal dispatcher: a thousand times slower per call) drives one
-    // case in ten it is drawn for; the others go to a CPU kernel, so the law's time stays.
-    if (c.kernel_ptr->emulated() && !Sometimes(10)) {
-      std::vector<const AttentionKernel*> cpu;
-      for (const AttentionKernel* kernel : kernels) {
-        if (!kernel->emulated()) cpu.push_back(kernel);
-      }
-      if (!cpu.empty()) c.kernel_ptr = cpu[*Uniform<size_t>(0, cpu.size())];
-    }
-    c.kernel = c.kernel_ptr->name;
-    if (windowed_strategy) c.cache_window = *Uniform<int64_t>(1, 10);
-    return c;
-  });
-}
-
-std::unique_ptr<Decoder> MakeDecoder(const DecoderCase& c) {
-  absl::StatusOr<model::DecoderWeights> weights = model::RandomWeights(c.config, c.weight_seed);
-  RC_ASSERT(weights.ok());
-  model::ForEachWeight(*weights, [&](const std::string& name, const std::vector<int64_t>&,
-                                     model::WeightArray& data) {
-    const bool attention = name.ends_with(".wq") || name.ends_with(".wk");
-    const bool mlp = name.ends_with(".w_up") || name.ends_with(".w_gate") ||
-                     name.ends_with(".w_down");
-    const float gain = attention ? c.attention_gain : mlp ? c.mlp_gain : 1.0f;
-    if (gain == 1.0f) return;
-    for (float& x : data) x *= gain;
-  });
-  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(*std::move(weights));
-  RC_ASSERT(decoder.ok());
-  return *std::move(decoder);
-}
 
 // Where the chunked-prefill law cuts the prompt, labelled in counterexamples.
 struct ChunkCuts {
@@ -198,42 +76,6 @@ rc::Gen<SecondGeneration> GenSecondGeneration(int64_t vocab_size) {
   });
 }
 
-// The strategy a law runs on, labelled in counterexamples.
-struct StrategyChoice {
-  const CacheStrategy* strategy;
-};
-
-void showValue(const StrategyChoice& c, std::ostream& os) {
-  os << "cache strategy " << c.strategy->name;
-}
-
-rc::Gen<StrategyChoice> GenStrategy(const std::vector<const CacheStrategy*>& strategies) {
-  return rc::gen::map(Uniform<size_t>(0, strategies.size()), [strategies](size_t i) {
-    return StrategyChoice{strategies[i]};
-  });
-}
-
-// The subject's strategies that a generator can use (a decoder resets its caches).
-std::vector<const CacheStrategy*> DecoderStrategies(const Subject& subject) {
-  std::vector<const CacheStrategy*> strategies;
-  for (const CacheStrategy& strategy : subject.strategies) {
-    if (strategy.supports(DType::kF32)) strategies.push_back(&strategy);
-  }
-  return strategies;
-}
-
-// `strategy` null: no cache (full recomputation).
-GenerationOptions Options(const DecoderCase& c, const CacheStrategy* strategy) {
-  GenerationOptions o;
-  o.cache_strategy = strategy == nullptr ? "none" : strategy->name;
-  o.strategy = strategy;
-  o.cache_window = c.cache_window;
-  o.attention_kernel = c.kernel;
-  o.kernel = c.kernel_ptr;
-  o.temperature = c.temperature;
-  o.sampling_seed = c.sampling_seed;
-  return o;
-}
 
 Generation Run(const GeneratorFactory& factory, const Decoder& decoder, GenerationOptions o,
                const DecoderCase& c) {
@@ -242,26 +84,6 @@ Generation Run(const GeneratorFactory& factory, const Decoder& decoder, Generati
   absl::StatusOr<Generation> out = (*g)->Generate(c.prompt, c.new_tokens, true);
   if (!out.ok()) RC_FAIL(absl::StrCat("generation failed: ", out.status().ToString()));
   return *std::move(out);
-}
-
-double Tolerance(absl::Span<const float> exact) {
-  double max_abs = 0;
-  for (float x : exact) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
-  return kRelativeLogitTolerance * (1 + max_abs);
-}
-
-// The gap between the two largest logits.
-double TopGap(absl::Span<const float> logits) {
-  double first = -INFINITY, second = -INFINITY;
-  for (float x : logits) {
-    if (x > first) {
-      second = first;
-      first = x;
-    } else if (x > second) {
-      second = x;
-    }
-  }
-  return first - second;
 }
 
 // `actual` against `expected` (the recomputation): logits within the tolerance and the same
@@ -555,6 +377,7 @@ std::vector<PropertySpec> GenerationProperties(const Subject& subject, LawMargin
         GenerationEquivalenceProperty(strategy, CorrectGenerator(), 400, "", subject, margins));
   }
   specs.push_back(ChunkedPrefillProperty(400, subject));
+  specs.push_back(BatchedRowsProperty(150, subject, margins));
   // The reset law needs strategies with Reset.
   bool resets = true;
   for (const CacheStrategy* strategy : DecoderStrategies(subject)) resets &= strategy->resets;

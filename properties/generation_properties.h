@@ -8,6 +8,10 @@
 //     prefill (tokens, and logits within the tolerance);
 //   - generation/reset_between_generations: a second generation after Reset is bitwise the
 //     generation of a fresh generator;
+//   - generation/batched_rows: several sequences decoded together, each a batch row of the
+//     layer caches (rows that start and stop at different calls where the strategy's rows
+//     advance independently, and forks of every cache): each row's logits after every call
+//     within the logit tolerance of that row recomputed alone;
 //   - generation/engine_vs_reference: the engine's logits (full recomputation, both matmul
 //     paths) against the 50-digit reference decoder, within the tolerance;
 //   - generation/windowed_cache_vs_reference: a generation through a windowed cache against
@@ -56,6 +60,9 @@ PropertySpec ResetBetweenGenerationsProperty(GeneratorFactory factory, int cases
                                              const std::string& name = "",
                                              const Subject& subject = BuiltinSubject());
 PropertySpec EngineVsReferenceProperty(int cases, LawMarginMap* margins = nullptr);
+// generation/batched_rows (batched_generation_property.cc).
+PropertySpec BatchedRowsProperty(int cases, const Subject& subject = BuiltinSubject(),
+                                 LawMarginMap* margins = nullptr);
 
 // All of the above for every strategy of the subject that takes f32, with the correct
 // generator (engine_vs_reference for the built-in engine only: it checks the decoders).

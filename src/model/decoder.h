@@ -48,6 +48,17 @@ struct ForwardOptions {
   int64_t logits_rows = 1;
 };
 
+// Several sequences run together (ForwardBatch): batch row b runs tokens[b] (every row the same
+// number S >= 1 of tokens) with token i at position first[b] + i (embeddings, RoPE and the
+// causal mask), through caches whose batch rows are the sequences. Rows with active[b] false
+// are computed on but neither write the caches (KvCache::AppendActive) nor count: their
+// logits are unspecified. `active` empty: every row is active.
+struct BatchChunk {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<int64_t> first;
+  std::vector<bool> active;
+};
+
 class Decoder {
  public:
   // Errors: ValidateDecoderConfig, and kInvalidArgument if a tensor has the wrong size.
@@ -62,13 +73,31 @@ class Decoder {
                                              absl::Span<KvCache* const> caches,
                                              const ForwardOptions& options) const;
 
+  // The rows of `chunk` together: the logits of each row's last token, [B, V] row-major
+  // (options.logits_rows must be 1). Errors: as Forward, per row, and kInvalidArgument for
+  // rows of different lengths, no rows, or an `active` of the wrong length.
+  absl::StatusOr<std::vector<float>> ForwardBatch(const BatchChunk& chunk,
+                                                  absl::Span<KvCache* const> caches,
+                                                  const ForwardOptions& options) const;
+
  private:
   explicit Decoder(DecoderWeights weights) : weights_(std::move(weights)) {}
 
-  // One layer over x [S, W] in place.
-  absl::Status Layer(int64_t layer, std::vector<float>& x, int64_t S, ForwardPositions positions,
-                     KvCache* cache, int64_t window, const AttentionKernel& kernel,
-                     const ForwardOptions& options) const;
+  // Where the rows of a (B, S) chunk sit: row b's token i at first[b] + i, its query at
+  // query_first[b] + i; `active` as BatchChunk's.
+  struct RowPositions {
+    std::vector<int64_t> first, query_first;
+    std::vector<bool> active;
+  };
+  // The checks both entry points share, then the layers over x [B * S, W] and the head.
+  absl::StatusOr<std::vector<float>> Run(absl::Span<const int32_t> tokens, int64_t B, int64_t S,
+                                         const RowPositions& rows,
+                                         absl::Span<KvCache* const> caches,
+                                         const ForwardOptions& options) const;
+  // One layer over x [B * S, W] in place.
+  absl::Status Layer(int64_t layer, std::vector<float>& x, int64_t B, int64_t S,
+                     const RowPositions& rows, KvCache* cache, int64_t window,
+                     const AttentionKernel& kernel, const ForwardOptions& options) const;
 
   DecoderWeights weights_;
 };
