@@ -4,8 +4,9 @@
  *
  * Strategy "c_staged" keeps K and V in a growable (B, KH, capacity, D) store, and every append
  * or view first overwrites its staging buffer with NaN (all bits set, NaN in f32, f16 and bf16)
- * and then copies the visible tokens into it, in place; a reset poisons it and keeps it; a fork
- * gets a staging buffer of its own. Engines that gather a ring, dequantize or linearize a
+ * and then copies the visible tokens into it, in place, into the half the last view did not
+ * use; a fork (of its parent) and a reset poison it too; a fork gets a staging buffer of its
+ * own. Engines that gather a ring, dequantize or linearize a
  * block table into a scratch buffer return views like these. The tests around it check that
  * every path between kvcheck and an engine (the plug-in in process, and --isolate through the
  * host process) copies what it keeps from a view before its next call on that cache: a
@@ -34,6 +35,7 @@ struct kvcheck_cache {
   unsigned char *stage_k, *stage_v;  /* the views, (B, KH, length, D), rewritten every call */
   size_t stage_bytes;                /* what each staging buffer holds (kept over a reset,
                                         whose next shape may differ) */
+  int64_t calls;                     /* views staged: the view alternates between two halves */
 };
 
 static size_t row_bytes(const kvcheck_cache* c, int64_t tokens) {
@@ -93,10 +95,13 @@ static int stage(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* err) {
   kvcheck_tensor* t[2];
   int64_t r;
   int i;
-  const size_t needed = rows * row_bytes(c, c->length) + 1;
-  if (needed > c->stage_bytes) {
-    unsigned char* k = malloc(needed);
-    unsigned char* v = malloc(needed);
+  /* Two halves, the view in one and NaN in the other, alternating from one call to the next:
+   * a view kept past the next call reads NaN, whatever its shape. */
+  const size_t half = rows * row_bytes(c, c->length);
+  const size_t offset = (size_t)(c->calls++ % 2) * half;
+  if (2 * half + 1 > c->stage_bytes) {
+    unsigned char* k = malloc(2 * half + 1);
+    unsigned char* v = malloc(2 * half + 1);
     if (k == NULL || v == NULL) {
       free(k);
       free(v);
@@ -106,20 +111,20 @@ static int stage(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* err) {
     free(c->stage_v);
     c->stage_k = k;
     c->stage_v = v;
-    c->stage_bytes = needed;
+    c->stage_bytes = 2 * half + 1;
   }
   memset(c->stage_k, 0xff, c->stage_bytes);
   memset(c->stage_v, 0xff, c->stage_bytes);
   for (r = 0; r < rows; ++r) {
-    memcpy(c->stage_k + r * row_bytes(c, c->length), c->k + r * row_bytes(c, c->capacity),
-           row_bytes(c, c->length));
-    memcpy(c->stage_v + r * row_bytes(c, c->length), c->v + r * row_bytes(c, c->capacity),
-           row_bytes(c, c->length));
+    memcpy(c->stage_k + offset + r * row_bytes(c, c->length),
+           c->k + r * row_bytes(c, c->capacity), row_bytes(c, c->length));
+    memcpy(c->stage_v + offset + r * row_bytes(c, c->length),
+           c->v + r * row_bytes(c, c->capacity), row_bytes(c, c->length));
   }
   t[0] = &out->k;
   t[1] = &out->v;
   for (i = 0; i < 2; ++i) {
-    t[i]->data = i == 0 ? c->stage_k : c->stage_v;
+    t[i]->data = (i == 0 ? c->stage_k : c->stage_v) + offset;
     t[i]->dtype = c->dtype;
     t[i]->rank = 4;
     t[i]->shape[0] = c->batch;
@@ -175,8 +180,17 @@ static int32_t cache_view(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* er
   return stage(c, out, err);
 }
 
+/* Every call on a cache ends the life of its last view: poison it. */
+static void poison(kvcheck_cache* c) {
+  if (c->stage_k != NULL) {
+    memset(c->stage_k, 0xff, c->stage_bytes);
+    memset(c->stage_v, 0xff, c->stage_bytes);
+  }
+}
+
 static int32_t cache_fork(kvcheck_cache* c, kvcheck_cache** out, kvcheck_error* err) {
   kvcheck_cache* copy = calloc(1, sizeof *copy);
+  poison(c);
   if (copy == NULL) return fail(err, KVCHECK_RESOURCE_EXHAUSTED, "out of memory");
   *copy = *c;
   copy->stage_k = copy->stage_v = NULL;  /* its own staging, made by its first view */
@@ -196,10 +210,7 @@ static int32_t cache_fork(kvcheck_cache* c, kvcheck_cache** out, kvcheck_error* 
 }
 
 static void cache_reset(kvcheck_cache* c) {
-  if (c->stage_k != NULL) {
-    memset(c->stage_k, 0xff, c->stage_bytes);
-    memset(c->stage_v, 0xff, c->stage_bytes);
-  }
+  poison(c);
   free(c->k);
   free(c->v);
   c->k = c->v = NULL;
