@@ -16,6 +16,8 @@
 #include "properties/token_run.h"
 #include "rapidcheck.h"
 #include "src/engine/engine.h"
+#include "src/base/split_mix.h"
+#include "src/engine/engine.h"
 #include "src/engine/kvcheck_engine.h"
 
 namespace kvcheck::properties {
@@ -209,6 +211,94 @@ void ResetEqualsFresh(engine::Engine& engine, int index, const TwoRuns& runs) {
   RC_CLASSIFY(runs.first.batch != second.batch, "batch size changed");
 }
 
+void ChunkingEqualsTokenByToken(engine::Engine& engine, int index, const TokenRun& run) {
+  const engine::ModelInfo& info = engine.info().models[index];
+  const int64_t V = info.vocab_size;
+  TokenRun single = run;
+  single.chunks.assign(run.length, 1);
+  const std::vector<float> stepped =
+      LogitsOfAFreshSession(engine, index, single, V, "token by token");
+  ModelSession session(engine, index);
+  FeedChunks(session, run, V, "cached",
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
+               ExpectAgree(logits, start, seq, stepped, run.length, run.batch, V, info.tolerance,
+                           "fed in chunks", "fed one token at a time",
+                           absl::StrCat("chunk ", c + 1, " of ", run.chunks.size()));
+             });
+  RC_CLASSIFY(std::any_of(run.chunks.begin(), run.chunks.end(), [](int64_t c) { return c > 1; }),
+              "a chunk of several tokens");
+}
+
+// Uncached forwards made between the cached chunks of a run, labelled in counterexamples:
+// before chunk `before` (0-based; past the last chunk: after all of them), `length` tokens per
+// row from a seeded stream.
+struct UncachedCall {
+  int64_t before = 0;
+  int64_t length = 1;
+  uint64_t seed = 0;
+};
+
+void showValue(const std::vector<UncachedCall>& calls, std::ostream& os) {
+  os << "uncached forwards:";
+  for (const UncachedCall& call : calls) {
+    os << " [" << call.length << " tokens before cached chunk " << call.before + 1 << "]";
+  }
+}
+
+rc::Gen<std::vector<UncachedCall>> GenUncachedCalls(int64_t max_tokens) {
+  return rc::gen::exec([max_tokens] {
+    return *rc::gen::container<std::vector<UncachedCall>>(
+        *Uniform<size_t>(1, 4), rc::gen::exec([max_tokens] {
+          UncachedCall call;
+          call.before = *Uniform<int64_t>(0, 8);
+          call.length = *Uniform<int64_t>(1, std::min<int64_t>(max_tokens, 9) + 1);
+          call.seed = *rc::gen::arbitrary<uint64_t>();
+          return call;
+        }));
+  });
+}
+
+// The tokens of `call`: run.batch rows of call.length ids below `vocab`, from its seed.
+TokenRun UncachedTokens(const UncachedCall& call, int64_t batch, int64_t vocab) {
+  TokenRun other;
+  other.batch = batch;
+  other.length = call.length;
+  other.chunks = {call.length};
+  uint64_t state = call.seed;
+  for (int64_t i = 0; i < batch * call.length; ++i) {
+    other.tokens.push_back(static_cast<int64_t>(SplitMix64(state) % vocab));
+  }
+  return other;
+}
+
+void UncachedBetweenCachedChangesNothing(engine::Engine& engine, int index, const TokenRun& run,
+                                         const std::vector<UncachedCall>& calls) {
+  const engine::ModelInfo& info = engine.info().models[index];
+  const int64_t V = info.vocab_size;
+  const std::vector<float> plain = LogitsOfAFreshSession(engine, index, run, V, "cached only");
+  ModelSession session(engine, index);
+  int64_t start = 0;
+  for (size_t c = 0; c < run.chunks.size(); ++c) {
+    // An uncached forward neither reads nor changes the cache: the chunks after it see the
+    // cache as they would have without it.
+    for (const UncachedCall& call : calls) {
+      if (std::min<size_t>(call.before, run.chunks.size() - 1) != c) continue;
+      const std::string what = absl::StrCat("an uncached forward of ", call.length,
+                                            " tokens before cached chunk ", c + 1);
+      NoteStep(what);
+      session.Forward(UncachedTokens(call, run.batch, V), 0, call.length, false, V, what);
+    }
+    const std::string at = absl::StrCat("cached chunk ", c + 1, " of ", run.chunks.size(),
+                                        " (positions [", start, ", ", start + run.chunks[c], "))");
+    NoteStep(at);
+    const std::vector<float> logits = session.Forward(run, start, run.chunks[c], true, V, at);
+    ExpectAgree(logits, start, run.chunks[c], plain, run.length, run.batch, V, info.tolerance,
+                "after the uncached forwards", "without them", at);
+    start += run.chunks[c];
+  }
+  RC_CLASSIFY(calls.size() > 1, "several uncached forwards");
+}
+
 // Sequences stay this short: a model behind a pipe answers in milliseconds, and cache bugs
 // show within a few windows.
 constexpr int64_t kMaxLength = 48;
@@ -236,6 +326,17 @@ std::vector<PropertySpec> ModelProperties(const Subject& subject) {
                                            .value;
                                    RunIsolated([&] { ChunkedPrefill(*engine, index, run, prompt); });
                                  }});
+    specs.push_back(PropertySpec{
+        prefix + "chunking_equals_token_by_token", 40, [engine, info, index] {
+          const TokenRun run = *GenTokenRun(*info, kMaxLength);
+          RunIsolated([&] { ChunkingEqualsTokenByToken(*engine, index, run); });
+        }});
+    specs.push_back(PropertySpec{
+        prefix + "uncached_between_cached_changes_nothing", 40, [engine, info, index] {
+          const TokenRun run = *GenTokenRun(*info, kMaxLength);
+          const std::vector<UncachedCall> calls = *GenUncachedCalls(info->max_tokens);
+          RunIsolated([&] { UncachedBetweenCachedChangesNothing(*engine, index, run, calls); });
+        }});
     if (info->flags & KVCHECK_MODEL_RESET) {
       specs.push_back(PropertySpec{prefix + "reset_equals_fresh", 40, [engine, info, index] {
                                      const TwoRuns runs = *rc::gen::exec([info] {

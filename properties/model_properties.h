@@ -8,6 +8,15 @@
 //     causal (a prefix's recomputation agrees with the whole one's first rows);
 //   - model/<model>/chunked_prefill: a prompt cut at any points, then decoded token by token,
 //     gives the logits of the same prompt in one chunk, then the same decode;
+//   - model/<model>/chunking_equals_token_by_token: any chunking of a token stream gives the
+//     logits of the same stream fed one token at a time through the model's own cache. It
+//     needs no uncached path: a windowed model whose recomputation attends to everything is
+//     held to its own finest chunking (a chunk into a full window that loses keys inside its
+//     own window shows here);
+//   - model/<model>/uncached_between_cached_changes_nothing: uncached forwards (other tokens,
+//     other lengths) made between the cached chunks leave every later cached chunk's logits
+//     as they were without them (an engine that resets its write pointer or positions on an
+//     uncached call fails);
 //   - model/<model>/reset_equals_fresh (models that declare reset): a generation after a reset
 //     (with another batch size when the model takes batches) gives the logits of a fresh
 //     model.

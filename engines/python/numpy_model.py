@@ -19,6 +19,9 @@ Bugs (--bug=NAME):
   positions_from_cache  the window model numbers new tokens from the length of its cache,
                         which stops growing at W
   reset_one_layer       the model's reset forgets the first layer's cache only
+  uncached_resets_pointer  an uncached forward (a recomputation between generation steps)
+                        sets the position pointer back to 0: the next cached chunk is
+                        numbered from 0 over a cache that still holds the earlier tokens
 """
 
 import argparse
@@ -122,6 +125,8 @@ class LanguageModel:
                 start = self.layers[0]["cache"].k.shape[2]
         else:
             start = 0
+            if BUG == "uncached_resets_pointer":
+                self.seen = 0
         x = self.embedding[tokens] + self.positions[start:start + seq]
         hd = self.DIM // self.HEADS
         for layer in self.layers:
@@ -147,7 +152,7 @@ def main():
     global BUG
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bug", choices=["window_cut_first", "positions_from_cache",
-                                          "reset_one_layer"])
+                                          "reset_one_layer", "uncached_resets_pointer"])
     BUG = parser.parse_args().bug
     lm = LanguageModel
     kvcheck_engine.serve(
