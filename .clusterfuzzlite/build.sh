@@ -45,6 +45,7 @@ LIB_SRCS=(
   defects/candle_scattered_cache.cc defects/candle_ring_cache.cc
   defects/candle_prealloc_cache.cc
   fuzz/fuzz_support.cc fuzz/engine_under_fuzz.cc fuzz/attention_decoding.cc # //fuzz
+  fuzz/cache_ops_run.cc
   report/failure_file.cc                                                   # //report
 )
 # The fuzzers' oracles: FUZZ_ORACLE_COPTS in tools/fuzz.bzl (no coverage instrumentation,

@@ -12,11 +12,6 @@
 
 namespace kvcheck::fuzz {
 
-struct PlannedInput {
-  std::string name;  // the file name, "seed-..." for the corpus
-  DrawPlan plan;
-};
-
 // Seeds for the target whose kernels (in the order it picks from) are `kernel_names`.
 std::vector<PlannedInput> AttentionSeeds(const std::vector<std::string>& kernel_names);
 

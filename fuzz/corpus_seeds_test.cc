@@ -1,9 +1,11 @@
 // The seeds of the attention corpora (the seed-* files), read through the targets' own
-// decoding (attention_decoding.h), cover every boundary class of attention_classes.h (the
-// other corpus files, merged by campaigns, are left out: they cover what they cover by
-// chance, and would hide seeds that no longer decode to their classes); the attention regressions still decode to what
-// they were saved for. A change to the decoding that moves the seeds off their classes fails
-// here: regenerate them with `bazel run //fuzz:corpus_seeds`.
+// decoding (attention_decoding.h), cover every boundary class of attention_classes.h, and the
+// seeds of the cache_ops corpus, run as the target runs them (cache_ops_run.h), every class
+// of CacheOpsSeedClasses() (the other corpus files, merged by campaigns, are left out: they
+// cover what they cover by chance, and would hide seeds that no longer decode to their
+// classes); the attention regressions still decode to what they were saved for. A change to
+// the decoding that moves the seeds off their classes fails here: regenerate them with
+// `bazel run //fuzz:corpus_seeds`.
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -15,10 +17,12 @@
 
 #include "fuzz/attention_classes.h"
 #include "fuzz/attention_decoding.h"
+#include "fuzz/cache_ops_run.h"
 #include "fuzz/draws.h"
 #include "gtest/gtest.h"
 #include "reference/reference_attention.h"
 #include "src/attention/kernel_registry.h"
+#include "src/cache/registry.h"
 
 namespace kvcheck::fuzz {
 namespace {
@@ -65,6 +69,26 @@ TEST(CorpusSeedsTest, AttentionCorpusCoversEveryBoundaryClass) {
 
 TEST(CorpusSeedsTest, MetalAttentionCorpusCoversEveryBoundaryClass) {
   ExpectEveryClassCovered("metal_attention", true);
+}
+
+TEST(CorpusSeedsTest, CacheOpsCorpusCoversEveryBoundaryClass) {
+  std::vector<const CacheStrategy*> strategies;
+  for (const CacheStrategy& strategy : CacheStrategies()) strategies.push_back(&strategy);
+  std::set<std::string> covered;
+  int files = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator("fuzz/corpus/cache_ops")) {
+    if (!entry.path().filename().string().starts_with("seed-")) continue;
+    const std::vector<uint8_t> bytes = ReadFile(entry.path());
+    InputDraws in(bytes.data(), bytes.size());
+    RunCacheOps(in, strategies, &covered);
+    ++files;
+  }
+  ASSERT_GT(files, 0) << "no seeds in fuzz/corpus/cache_ops";
+  for (const std::string& wanted : CacheOpsSeedClasses()) {
+    EXPECT_TRUE(covered.contains(wanted))
+        << "no seed of fuzz/corpus/cache_ops reaches " << wanted
+        << " (bazel run //fuzz:corpus_seeds writes seeds for every class)";
+  }
 }
 
 // A row whose dot products pass the reference's overflow guard (2^126) before scaling but

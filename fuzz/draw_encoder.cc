@@ -32,11 +32,31 @@ int64_t DrawEncoder::Int(std::string_view what, int64_t min, int64_t max) {
   return value;
 }
 
+bool DrawEncoder::More(std::string_view what) {
+  const auto planned = plan_.find(what);
+  if (planned == plan_.end()) return false;
+  const auto used = used_.find(what);
+  if (used != used_.end() && used->second >= planned->second.size()) return false;
+  more_ = true;
+  more_at_ = draws_.size();
+  return true;
+}
+
 std::vector<uint8_t> DrawEncoder::Bytes() const {
+  const auto zeros = [](const std::vector<uint8_t>& draw) {
+    return std::all_of(draw.begin(), draw.end(), [](uint8_t b) { return b == 0; });
+  };
   size_t kept = draws_.size();
-  while (kept > 0 && std::all_of(draws_[kept - 1].begin(), draws_[kept - 1].end(),
-                                 [](uint8_t b) { return b == 0; })) {
-    --kept;
+  while (kept > 0 && zeros(draws_[kept - 1])) --kept;
+  // After the last More() that went on, a byte must remain: keep the draws of zeros up to
+  // the first one that has a byte.
+  if (more_) {
+    const auto bytes_after = [&](size_t end) {
+      size_t n = 0;
+      for (size_t d = more_at_; d < end; ++d) n += draws_[d].size();
+      return n;
+    };
+    while (kept < draws_.size() && bytes_after(kept) == 0) ++kept;
   }
   std::vector<uint8_t> read_order;
   for (size_t d = 0; d < kept; ++d) {

@@ -21,11 +21,20 @@ namespace kvcheck::fuzz {
 // Decision name -> the values of its successive draws.
 using DrawPlan = std::map<std::string, std::vector<int64_t>, std::less<>>;
 
+// A plan and the name of the file its bytes go to ("seed-..." for a corpus).
+struct PlannedInput {
+  std::string name;
+  DrawPlan plan;
+};
+
 class DrawEncoder final : public Draws {
  public:
   explicit DrawEncoder(DrawPlan plan) : plan_(std::move(plan)) {}
 
   int64_t Int(std::string_view what, int64_t min, int64_t max) override;
+  // Whether the plan holds another value for `what`. Where it does, Bytes() keeps a byte
+  // after this point (InputDraws::More asks whether one remains), even a byte of zeros.
+  bool More(std::string_view what) override;
 
   // The input: every draw's bytes, the last draw's first (the provider reads integers from
   // the end of the input, the most significant byte first). Draws at their minimum at the end
@@ -42,6 +51,8 @@ class DrawEncoder final : public Draws {
   std::vector<std::string> errors_;
   // Each draw's bytes in the order the provider reads them.
   std::vector<std::vector<uint8_t>> draws_;
+  size_t more_at_ = 0;  // draws_ before the last More() that returned true; 0: none yet
+  bool more_ = false;
 };
 
 }  // namespace kvcheck::fuzz

@@ -21,6 +21,9 @@ class Draws {
   // A value in [min, max] (min <= max). `what` names the decision: an encoder's plan refers
   // to it by that name.
   virtual int64_t Int(std::string_view what, int64_t min, int64_t max) = 0;
+  // Whether the input goes on, asked before each step of a decoding that reads until its
+  // input runs out (a sequence of operations, each starting with a draw named `what`).
+  virtual bool More(std::string_view what) = 0;
 
   bool Bool(std::string_view what) { return Int(what, 0, 1) != 0; }
   // One of `choices`, by its index.
@@ -46,6 +49,8 @@ class InputDraws final : public Draws {
   int64_t Int(std::string_view, int64_t min, int64_t max) override {
     return in_.ConsumeIntegralInRange<int64_t>(min, max);
   }
+  // Bytes remain.
+  bool More(std::string_view) override { return in_.remaining_bytes() > 0; }
   size_t remaining_bytes() { return in_.remaining_bytes(); }
 
  private:
