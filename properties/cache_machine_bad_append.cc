@@ -25,6 +25,13 @@ const char* const kKindNames[] = {"wrong dtype", "wrong B",        "wrong KH",
                                   "wrong D",     "zero-size dim",  "k/v shape mismatch",
                                   "rank 3",      "overflowing S",  "bad active flags"};
 
+// "f32 [2, 1, 1, 4]".
+std::string DescribeShape(const Tensor& t) {
+  std::string dims;
+  for (int d = 0; d < t.rank(); ++d) absl::StrAppend(&dims, d == 0 ? "" : ", ", t.dim(d));
+  return absl::StrCat(DTypeName(t.dtype()), " [", dims, "]");
+}
+
 Tensor Zeros(DType dtype, std::vector<int64_t> shape) {
   absl::StatusOr<Tensor> t = Tensor::Filled(dtype, shape, 1.0f);
   RC_ASSERT(t.ok());
@@ -139,6 +146,34 @@ void BadAppend::run(const Model& m, Sut& sut) const {
   if (status.code() != expected) {
     RC_FAIL(absl::StrCat(kKindNames[kind_], ": expected ", absl::StatusCodeToString(expected),
                          ", got ", status.ToString()));
+  }
+  // An external engine gets the call itself too (KvCache refused it above without asking the
+  // engine): it must refuse a shape or dtype the contract forbids, and keep its state.
+  const bool engine_checks = kind_ == kWrongDType || kind_ == kWrongBatch ||
+                             kind_ == kWrongKvHeads || kind_ == kWrongHeadDim ||
+                             (kind_ == kKvMismatch && !into_kept_view_);
+  if (engine_checks) {
+    const Tensor other = Zeros(kind_ == kKvMismatch && mismatch_dim_ == 4
+                                   ? (dtype == DType::kF32 ? DType::kF16 : DType::kF32)
+                                   : dtype,
+                               [&] {
+                                 std::vector<int64_t> d = dims;
+                                 if (kind_ == kKvMismatch && mismatch_dim_ < 4) d[mismatch_dim_] += 1;
+                                 return d;
+                               }());
+    const Tensor& sent_v = kind_ == kKvMismatch ? other : k;
+    const std::optional<absl::Status> answer = cache.AppendUnchecked(k, sent_v);
+    if (answer.has_value() && answer->ok()) {
+      const std::string fixed =
+          branch.shape().has_value()
+              ? absl::StrCat("a cache whose first append since the reset was ",
+                             DescribeShape(Zeros(shape.dtype, {shape.batch, shape.num_kv_heads, 1,
+                                                               shape.head_dim})))
+              : std::string("an empty cache");
+      RC_FAIL(absl::StrCat("the engine accepted an append of k ", DescribeShape(k), ", v ",
+                           DescribeShape(sent_v), " into ", fixed,
+                           ": it must refuse it with an error and keep its state"));
+    }
   }
   RC_ASSERT(cache.capacity() == capacity);
   RC_ASSERT(cache.counters().bytes_appended == counters.bytes_appended);

@@ -12,6 +12,8 @@
  *   fork_shares_buffer   fork copies the pointers, not the buffers (clone aliasing)
  *   grow_drops_tail      growth copies one token too few
  *   causal_top_left      the causal mask compares kpos <= i instead of kpos <= Skv - Sq + i
+ *   batch_change_rebuilds  an append of another B, KH, D or dtype without a reset silently
+ *                        rebuilds the buffers for it, keeping the length (instead of an error)
  */
 #include <math.h>
 #include <stdio.h>
@@ -112,10 +114,45 @@ static void show(kvcheck_cache* c, kvcheck_view* out) {
   out->positions = NULL; /* slot j holds position j */
 }
 
+/* A caller's mistake the cache must refuse, keeping its state: k and v that differ, or another
+ * B, KH, D or dtype than the first append since the reset fixed. */
+static int refuse(const kvcheck_cache* c, const kvcheck_tensor* k, const kvcheck_tensor* v,
+                  kvcheck_error* err) {
+  int d;
+  for (d = 0; d < 4; ++d) {
+    if (k->shape[d] != v->shape[d]) {
+      return fail(err, KVCHECK_INVALID_ARGUMENT, "k and v differ in shape");
+    }
+  }
+  if (k->dtype != v->dtype) return fail(err, KVCHECK_INVALID_ARGUMENT, "k and v differ in dtype");
+  if (c->k == NULL && c->length == 0) return 0; /* the first append fixes the shape */
+  if (strcmp(bug(), "batch_change_rebuilds") == 0) return 0;
+  if (k->shape[0] != c->batch || k->shape[1] != c->heads || k->shape[3] != c->dim ||
+      k->dtype != c->dtype) {
+    return fail(err, KVCHECK_FAILED_PRECONDITION,
+                "B, KH, D or dtype differ from the first append since the reset");
+  }
+  return 0;
+}
+
 static int32_t cache_append(kvcheck_cache* c, const kvcheck_tensor* k, const kvcheck_tensor* v,
                             const uint8_t* active, kvcheck_view* out, kvcheck_error* err) {
   int64_t b, h, s, seq = k->shape[2];
   (void)active; /* not a per-row strategy: kvcheck never passes flags */
+  if (refuse(c, k, v, err)) return err->code;
+  if (strcmp(bug(), "batch_change_rebuilds") == 0 && c->k != NULL &&
+      (k->shape[0] != c->batch || k->shape[1] != c->heads || k->shape[3] != c->dim ||
+       k->dtype != c->dtype)) {
+    free(c->k);
+    free(c->v);
+    c->k = c->v = NULL;
+    c->capacity = 0; /* and the length stays: the next tokens go after it */
+    c->batch = k->shape[0];
+    c->heads = k->shape[1];
+    c->dim = k->shape[3];
+    c->dtype = k->dtype;
+    c->elem = k->dtype == KVCHECK_DTYPE_F32 ? 4 : 2;
+  }
   if (c->k == NULL && c->length == 0) {
     c->batch = k->shape[0];
     c->heads = k->shape[1];

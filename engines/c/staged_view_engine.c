@@ -140,12 +140,33 @@ static int stage(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* err) {
   return KVCHECK_OK;
 }
 
+/* A caller's mistake the cache must refuse, keeping its state: k and v that differ, or another
+ * B, KH, D or dtype than the first append since the reset fixed. */
+static int refuse(const kvcheck_cache* c, const kvcheck_tensor* k, const kvcheck_tensor* v,
+                  kvcheck_error* err) {
+  int d;
+  for (d = 0; d < 4; ++d) {
+    if (k->shape[d] != v->shape[d]) {
+      return fail(err, KVCHECK_INVALID_ARGUMENT, "k and v differ in shape");
+    }
+  }
+  if (k->dtype != v->dtype) return fail(err, KVCHECK_INVALID_ARGUMENT, "k and v differ in dtype");
+  if (c->k == NULL && c->length == 0) return 0; /* the first append fixes the shape */
+  if (k->shape[0] != c->batch || k->shape[1] != c->heads || k->shape[3] != c->dim ||
+      k->dtype != c->dtype) {
+    return fail(err, KVCHECK_FAILED_PRECONDITION,
+                "B, KH, D or dtype differ from the first append since the reset");
+  }
+  return 0;
+}
+
 static int32_t cache_append(kvcheck_cache* c, const kvcheck_tensor* k, const kvcheck_tensor* v,
                             const uint8_t* active, kvcheck_view* out, kvcheck_error* err) {
   const int64_t seq = k->shape[2];
   int64_t b, h, s, d;
   int status;
   (void)active;
+  if (refuse(c, k, v, err)) return err->code;
   if (c->length == 0 && c->k == NULL) {
     c->batch = k->shape[0];
     c->heads = k->shape[1];

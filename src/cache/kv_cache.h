@@ -126,6 +126,16 @@ class KvCache {
   // Slots per row in the current buffers (0 before the first append).
   virtual int64_t capacity() const = 0;
   virtual bool supports_inactive_rows() const { return false; }
+  // A cache of an external engine (src/engine/external_cache.h) sends an append straight to
+  // the engine, past the checks of Append, and returns the engine's answer: the bad-call laws
+  // send calls the contract forbids and expect the engine itself to refuse them and keep its
+  // state. Built-in caches return nullopt (their refusal is Append's own). The cache's own
+  // bookkeeping is not touched.
+  virtual std::optional<absl::Status> AppendUnchecked(const Tensor& k, const Tensor& v) {
+    (void)k;
+    (void)v;
+    return std::nullopt;
+  }
   const std::optional<KvShape>& shape() const { return shape_; }
   // Virtual so that an external engine's cache (src/engine/external_cache.h) can fetch its
   // counters when they are read rather than after every operation.

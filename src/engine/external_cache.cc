@@ -84,6 +84,13 @@ absl::Status ExternalCache::DoAppend(const Tensor& k, const Tensor& v,
   return absl::OkStatus();
 }
 
+std::optional<absl::Status> ExternalCache::AppendUnchecked(const Tensor& k, const Tensor& v) {
+  if (!broken_.ok()) return broken_;
+  appended_view_.reset();
+  RefreshCounters();
+  return engine_->Append(*handle_, k, v, {}).status();
+}
+
 absl::StatusOr<CacheView> ExternalCache::DoView() const {
   KV_RETURN_IF_ERROR(broken_);
   if (appended_view_.has_value()) {

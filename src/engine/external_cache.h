@@ -3,8 +3,9 @@
 // machines, the growth and storage laws and the generation laws run on it unchanged.
 //
 // KvCache validates every append before the engine sees it (shapes, dtypes, the shape fixed
-// by the first append, inactive rows), so an engine is only given inputs the contract allows;
-// the engine's own errors come back with its message. What it shows is asked of the engine
+// by the first append, inactive rows); the engine's own errors come back with its message.
+// AppendUnchecked sends what KvCache would refuse, for the laws that check the engine's own
+// refusal. What it shows is asked of the engine
 // on every View() (never a stale copy), so buffers shared after a fork show up when either
 // side is appended to. Append returns the view the engine's append returned.
 //
@@ -42,6 +43,13 @@ class ExternalCache : public KvCache {
   bool supports_inactive_rows() const override;
   // The engine's counters, fetched when read (one request) after an operation changed them.
   const CacheCounters& counters() const override;
+
+  // Sends an append straight to the engine, past KvCache's checks: the bad-call laws send
+  // calls the contract forbids (another B, KH, D or dtype than the first append since the
+  // reset fixed, k and v of different shapes) and expect the engine to refuse them and keep
+  // its state. Returns the engine's answer; KvCache's own bookkeeping is not touched, so an
+  // append the engine accepts leaves this object out of step with the engine.
+  std::optional<absl::Status> AppendUnchecked(const Tensor& k, const Tensor& v) override;
 
  protected:
   absl::Status DoAppend(const Tensor& k, const Tensor& v, absl::Span<const bool> active) override;

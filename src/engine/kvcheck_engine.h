@@ -41,9 +41,13 @@
  *
  * Errors: every fallible function returns KVCHECK_OK (0) or one of the codes below and then
  * fills `err->message` (NUL-terminated, at most KVCHECK_MESSAGE_SIZE bytes including the
- * NUL). After an error the object must be exactly as before the call. kvcheck only passes
- * inputs that satisfy the contract (shapes, dtypes, the shape fixed by the first append),
- * so an engine may treat anything else as a bug of its own.
+ * NUL). After an error the object must be exactly as before the call. Calls with malformed
+ * tensors (rank other than 4, a zero size) are never made. A cache append whose B, KH, D or
+ * dtype differ from those the first append since the creation or the last reset fixed, or
+ * whose k and v differ in shape or dtype, is made: as a real caller's bug would be. The
+ * engine must refuse it with an error (any code; FAILED_PRECONDITION and INVALID_ARGUMENT are
+ * the usual) and keep its state: a cache that silently rebuilds itself for the new shape, or
+ * converts the dtype, fails the cache laws.
  *
  * Threads: kvcheck calls an engine from one thread at a time. Crashes: run the engine
  * isolated (kvcheck's default forks every case) and a crash, abort or hang becomes a failing
