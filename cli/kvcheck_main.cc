@@ -45,8 +45,8 @@ ABSL_FLAG(std::string, kernel, "",
           "Run the properties of these attention kernels (comma list, globs), each law over the "
           "selected kernels only.");
 ABSL_FLAG(std::string, dtype, "",
-          "Only these dtypes (f32, f16, bf16; comma list): state machines of that dtype, "
-          "kernel laws drawing only it.");
+          "Only these dtypes (f32, f16, bf16; comma list): state machines and an engine's "
+          "stepper laws of that dtype, kernel laws drawing only it.");
 ABSL_FLAG(std::string, defect, "",
           "Run these catalogued defects (comma list, globs; kvcheck list defects): each must be "
           "killed; every kill leaves a replay file in <failures_dir>/defects/. Without "

@@ -234,12 +234,13 @@ std::vector<PropertySpec> StepProperties(const Subject& subject) {
     const engine::StepperInfo* info = &steppers[index];
     for (DType dtype : kAllDTypes) {
       if ((info->dtypes & (1u << static_cast<int>(dtype))) == 0) continue;
-      specs.push_back(PropertySpec{
-          absl::StrCat("step/", info->name, "/", DTypeName(dtype)), 100,
-          [engine, info, index, dtype] {
-            const StepCase c = *GenStepCase(*info, dtype);
-            RunIsolated([&] { RunStepCase(*engine, static_cast<int>(index), c); });
-          }});
+      PropertySpec spec{absl::StrCat("step/", info->name, "/", DTypeName(dtype)), 100,
+                        [engine, info, index, dtype] {
+                          const StepCase c = *GenStepCase(*info, dtype);
+                          RunIsolated([&] { RunStepCase(*engine, static_cast<int>(index), c); });
+                        }};
+      spec.dtype = DTypeName(dtype);  // --dtype selects it
+      specs.push_back(std::move(spec));
     }
   }
   return specs;
