@@ -71,10 +71,38 @@ rc::Gen<StepShape> GenStepShape(bool gqa) {
     StepShape s;
     s.batch = *Uniform<int64_t>(1, 4);
     s.num_kv_heads = *Uniform<int64_t>(1, 4);
-    s.num_heads = s.num_kv_heads * (gqa ? *Uniform<int64_t>(1, 4) : 1);
-    // Vector widths and their tails (the attention kernels' own boundaries).
-    s.head_dim = *Choice<int64_t>(4, 1, 2, 3, 8, 16, 17, 32, 64);
+    const int64_t group = *Uniform<int64_t>(1, 4);  // drawn even without GQA: later draws stay
+    s.num_heads = s.num_kv_heads * (gqa ? group : 1);
+    // Vector widths and their tails (the attention kernels' own boundaries), smallest first.
+    s.head_dim = *Choice<int64_t>(1, 2, 3, 4, 8, 16, 17, 32, 64);
     return s;
+  });
+}
+
+// One operation as drawn: every part is drawn whatever the others give, so that an operation
+// that shrinks (a reset to a step, a long chunk to one token) leaves the operations after it
+// as they were.
+struct OpDraw {
+  bool reset = false;
+  bool new_shape = false;  // the reset starts a generation of `shape` (else the first one's)
+  StepShape shape;
+  bool long_chunk = false;
+  int64_t chunk = 1;
+  uint64_t seed = 0;
+  bool transposed = false;
+};
+
+rc::Gen<OpDraw> GenOpDraw(bool gqa, std::vector<int64_t> chunks) {
+  return rc::gen::exec([gqa, chunks] {
+    OpDraw op;
+    op.reset = Sometimes(12);
+    op.new_shape = Sometimes(50);
+    op.shape = *GenStepShape(gqa);
+    op.long_chunk = Sometimes(33);
+    op.chunk = *ChoiceOf(chunks);
+    op.seed = *rc::gen::arbitrary<uint64_t>();
+    op.transposed = Sometimes(25);
+    return op;
   });
 }
 
@@ -85,30 +113,44 @@ rc::Gen<StepCase> GenStepCase(const engine::StepperInfo& info, DType dtype) {
     const bool windowed = (info.flags & KVCHECK_STEPPER_WINDOWED) != 0;
     const bool gqa = (info.flags & KVCHECK_STEPPER_GQA) != 0;
     const bool resets = (info.flags & KVCHECK_STEPPER_RESET) != 0;
-    if (windowed) {
-      c.window = *ChoiceOf(std::vector<int64_t>{info.window, 1, 2, 3, 5, 8});
-    }
+    // Smallest first, the stepper's own W last: a window shrinks to 1.
+    const int64_t window = *ChoiceOf(std::vector<int64_t>{1, 2, 3, 5, 8, info.window});
+    if (windowed) c.window = window;
     c.first = *GenStepShape(gqa);
     // Chunk lengths at and around the window (a chunk longer than W is the classic overflow),
     // else a few tile-ish sizes; decode-size steps dominate, as in generation.
     const int64_t w = std::max<int64_t>(c.window, 4);
-    const int count = *Uniform(1, 12);
-    int64_t total = 0;
-    for (int i = 0; i < count; ++i) {
-      if (total >= 64) break;  // keeps the exact reference cheap
+    // A list RapidCheck shrinks by removing any of its operations (not only the last ones),
+    // of which the first 11 are used.
+    const std::vector<OpDraw> drawn = *rc::gen::container<std::vector<OpDraw>>(
+        GenOpDraw(gqa, {2, 3, w - 1, w, w + 1, 2 * w + 1}));
+    int64_t total = 0;       // tokens since the reset: the exact reference stays cheap
+    bool stepped = false;    // a step since the last reset
+    int generation = -1;     // the op that started the current generation; -1: c.first
+    for (const OpDraw& d : drawn) {
+      if (total >= 64 || c.ops.size() >= 11) break;
       StepOp op;
-      if (resets && *Uniform(0, 8) == 7) {
+      if (resets && d.reset) {
+        const StepShape shape = d.new_shape ? d.shape : c.first;
+        if (!stepped) {
+          // A reset of an empty stepper does nothing: its shape is the generation's.
+          (generation < 0 ? c.first : c.ops[generation].shape) = shape;
+          continue;
+        }
         op.reset = true;
-        op.shape = *Choice<int>(0, 1) == 0 ? c.first : *GenStepShape(gqa);
+        op.shape = shape;
         total = 0;
-      } else {
-        op.seq = *Uniform(0, 3) == 2 ? *ChoiceOf(std::vector<int64_t>{2, w - 1, w, w + 1, 2 * w + 1, 3})
-                                     : 1;
-        op.seq = std::max<int64_t>(1, std::min<int64_t>(op.seq, 64 - total));
-        total += op.seq;
-        op.seed = *rc::gen::arbitrary<uint64_t>();
-        op.transposed = *Uniform(0, 4) == 3;
+        stepped = false;
+        c.ops.push_back(op);
+        generation = static_cast<int>(c.ops.size()) - 1;
+        continue;
       }
+      op.seq = d.long_chunk ? d.chunk : 1;
+      op.seq = std::max<int64_t>(1, std::min<int64_t>(op.seq, 64 - total));
+      total += op.seq;
+      stepped = true;
+      op.seed = d.seed;
+      op.transposed = d.transposed;
       c.ops.push_back(op);
     }
     return c;
