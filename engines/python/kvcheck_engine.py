@@ -30,6 +30,14 @@ and returns an object with
 q (B, H, S, D), k_new and v_new (B, KH, S, D), out (B, H, S, D); query i of a step has
 position P + i where P counts the tokens stepped before; a windowed stepper lets it see the
 keys of positions > P + i - W (every query its last W keys, also in a chunk longer than W).
+kvcheck's resets may change B, H, KH, D and the dtype, as a new generation with another
+batch does. Code built for one set of shapes (a module whose cache buffers are allocated for
+one batch and head size) is served through FixedShapes(build): build(batch, heads, kv_heads,
+head_dim, dtype, window) makes the object, and the first step after a reset builds a new one
+when the shapes differ:
+
+    Stepper("my_attention", FixedShapes(lambda b, h, kh, d, dtype, w: MyAttention(b, h, d)),
+            flags=("reset",))
 
 A model maps token ids to logits: a class (or callable) with no arguments returning an object
 with
@@ -139,6 +147,44 @@ class Stepper:
             raise ValueError("a windowed stepper needs a default window >= 1")
         self.name, self.factory, self.flags = name, factory, tuple(flags)
         self.dtypes, self.summary, self.window = tuple(dtypes), summary, window
+
+
+class FixedShapes:
+    """A stepper factory for code built for one set of shapes (see the module's docstring):
+    build(batch, heads, kv_heads, head_dim, dtype, window) makes the object (with step, and
+    reset if it has one). The first step after a reset builds a new object when the shapes or
+    the dtype differ from the last one's, and reuses (and resets) the old one when they do
+    not; a step with other shapes and no reset before it is refused, as a real caller's
+    mistake."""
+
+    def __init__(self, build):
+        self.build = build
+
+    def __call__(self, window):
+        return _Rebuilding(self.build, window)
+
+
+class _Rebuilding:
+    def __init__(self, build, window):
+        self.build, self.window = build, window
+        self.inner = self.shapes = None
+        self.stepped = False  # a step since the last reset (or since the creation)
+
+    def step(self, q, k_new, v_new):
+        shapes = (q.shape[0], q.shape[1], k_new.shape[1], q.shape[3], str(q.dtype))
+        if self.inner is None or shapes != self.shapes:
+            if self.stepped:
+                raise EngineError("FAILED_PRECONDITION",
+                                  "shapes %s after %s without a reset" % (shapes, self.shapes))
+            self.inner = self.build(*shapes[:4], q.dtype, self.window)
+            self.shapes = shapes
+        self.stepped = True
+        return self.inner.step(q, k_new, v_new)
+
+    def reset(self):
+        self.stepped = False
+        if self.inner is not None and hasattr(self.inner, "reset"):
+            self.inner.reset()
 
 
 class Model:

@@ -6,6 +6,9 @@ A cache may return slices of buffers it rewrites in place later. The module once
 arrays, not what it had sent, as a cache's last view: a fork inherited the parent's arrays, and
 after Prefill, Fork, Decode(parent) the fork's view showed the parent's new token, a false
 alarm on a correct cache.
+
+FixedShapes serves attention code built for one set of shapes through resets that change
+them: a new object after such a reset, the old one (reset) otherwise, a refusal without one.
 """
 
 import io
@@ -83,6 +86,49 @@ class ForkedViewTest(unittest.TestCase):
         self.assertEqual(fork_view["positions"].ravel().tolist(), [1])
         self.assertEqual(parent_view["k"].ravel().tolist(), [3.0])
         self.assertEqual(parent_view["positions"].ravel().tolist(), [2])
+
+
+class FixedShapesTest(unittest.TestCase):
+    """FixedShapes serves code built for one set of shapes through resets that change them."""
+
+    class OneShape:
+        """Built for one (B, H, KH, D): refuses anything else, as a module with buffers of
+        fixed size would fail."""
+
+        built = 0
+
+        def __init__(self, batch, heads, kv_heads, head_dim):
+            FixedShapesTest.OneShape.built += 1
+            self.shape = (batch, heads, kv_heads, head_dim)
+            self.steps = 0
+
+        def step(self, q, k, v):
+            assert (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) == self.shape
+            self.steps += 1
+            return q
+
+        def reset(self):
+            self.steps = 0
+
+    def test_rebuilds_after_a_reset_that_changes_shapes_only(self):
+        FixedShapesTest.OneShape.built = 0
+        factory = kvcheck_engine.FixedShapes(
+            lambda b, h, kh, d, dtype, w: FixedShapesTest.OneShape(b, h, kh, d))
+        stepper = factory(0)
+        small = np.zeros((1, 2, 3, 4), np.float32)  # B=1, H=KH=2, S=3, D=4
+        stepper.step(small, small, small)
+        stepper.step(small, small, small)
+        stepper.reset()
+        stepper.step(small, small, small)  # same shapes: the same object, reset
+        self.assertEqual(FixedShapesTest.OneShape.built, 1)
+        self.assertEqual(stepper.inner.steps, 1)
+        stepper.reset()
+        wide_q, wide_kv = np.zeros((2, 2, 1, 8), np.float32), np.zeros((2, 1, 1, 8), np.float32)
+        stepper.step(wide_q, wide_kv, wide_kv)  # other shapes after a reset: rebuilt
+        self.assertEqual(FixedShapesTest.OneShape.built, 2)
+        with self.assertRaises(kvcheck_engine.EngineError):
+            stepper.step(small, small, small)  # other shapes without a reset: refused
+        self.assertEqual(stepper.inner.shape, (2, 2, 1, 8))
 
 
 if __name__ == "__main__":
