@@ -69,6 +69,9 @@ class ModelSession {
     return *std::move(logits);
   }
 
+  engine::Engine& engine() { return engine_; }
+  engine::SessionHandle handle() const { return handle_; }
+
   void Reset() {
     const absl::Status reset = engine_.ResetModel(handle_);
     if (!reset.ok()) RC_FAIL(absl::StrCat("model_reset: ", reset.ToString()));
@@ -299,6 +302,72 @@ void UncachedBetweenCachedChangesNothing(engine::Engine& engine, int index, cons
   RC_CLASSIFY(calls.size() > 1, "several uncached forwards");
 }
 
+// A call the model must refuse, made between the cached chunks of a run, labelled in
+// counterexamples.
+struct BadCall {
+  int kind = 0;        // 0: a chunk past max_tokens, 1: another batch size, 2: an empty chunk
+  int64_t after = 0;   // made after this many cached chunks (at most all of them)
+};
+
+const char* const kBadCallNames[] = {"a chunk past max_tokens", "another batch size without a reset",
+                                     "an empty chunk"};
+
+void showValue(const BadCall& call, std::ostream& os) {
+  os << "bad call: " << kBadCallNames[call.kind] << ", after " << call.after << " cached chunks";
+}
+
+// Makes `call` at position `position` of `run` (in `session`, before cached chunk `chunk`):
+// it must fail, except that an empty chunk may also return no logits. The cache must be as
+// before, which the chunks after it check.
+void MakeBadCall(ModelSession& session, const engine::ModelInfo& info, const TokenRun& run,
+                 const BadCall& call, int64_t position, size_t chunk) {
+  TokenRun bad;
+  bad.batch = run.batch;
+  int64_t seq = 1;
+  if (call.kind == 0) {
+    seq = info.max_tokens - position + 1;
+  } else if (call.kind == 1) {
+    bad.batch = run.batch == 1 ? 2 : run.batch - 1;
+  } else {
+    seq = 0;
+  }
+  bad.length = seq;
+  bad.tokens.assign(bad.batch * seq, 0);
+  const std::string what = absl::StrCat(kBadCallNames[call.kind], " (B ", bad.batch, ", S ", seq,
+                                        " at position ", position, ") after ", chunk,
+                                        " cached chunks");
+  NoteStep(what);
+  std::vector<int64_t> ids(bad.tokens.begin(), bad.tokens.end());
+  const absl::StatusOr<std::vector<float>> answer =
+      session.engine().Forward(session.handle(), ids, bad.batch, seq, true);
+  if (answer.ok() && !(seq == 0 && answer->empty())) {
+    RC_FAIL(absl::StrCat("the model accepted ", what, ": it must refuse it with an error and "
+                         "keep its state"));
+  }
+}
+
+void BadCallsRefused(engine::Engine& engine, int index, const TokenRun& run, const BadCall& call) {
+  const engine::ModelInfo& info = engine.info().models[index];
+  const int64_t V = info.vocab_size;
+  const std::vector<float> plain = LogitsOfAFreshSession(engine, index, run, V, "without it");
+  ModelSession session(engine, index);
+  const size_t at = std::min<size_t>(call.after, run.chunks.size());
+  int64_t start = 0;
+  for (size_t c = 0; c <= run.chunks.size(); ++c) {
+    if (c == at) MakeBadCall(session, info, run, call, start, c);
+    if (c == run.chunks.size()) break;
+    const std::string where = absl::StrCat("cached chunk ", c + 1, " of ", run.chunks.size(),
+                                           " (positions [", start, ", ", start + run.chunks[c],
+                                           "))");
+    NoteStep(where);
+    const std::vector<float> logits = session.Forward(run, start, run.chunks[c], true, V, where);
+    ExpectAgree(logits, start, run.chunks[c], plain, run.length, run.batch, V, info.tolerance,
+                "after the refused call", "without it", where);
+    start += run.chunks[c];
+  }
+  RC_TAG(kBadCallNames[call.kind]);
+}
+
 // Sequences stay this short: a model behind a pipe answers in milliseconds, and cache bugs
 // show within a few windows.
 constexpr int64_t kMaxLength = 48;
@@ -337,6 +406,16 @@ std::vector<PropertySpec> ModelProperties(const Subject& subject) {
           const std::vector<UncachedCall> calls = *GenUncachedCalls(info->max_tokens);
           RunIsolated([&] { UncachedBetweenCachedChangesNothing(*engine, index, run, calls); });
         }});
+    specs.push_back(PropertySpec{prefix + "bad_calls_refused", 40, [engine, info, index] {
+      const TokenRun run = *GenTokenRun(*info, kMaxLength);
+      const BadCall call = *rc::gen::exec([] {
+        const int kind = *Uniform(0, 3);
+        const int64_t after = *Uniform<int64_t>(0, 8);
+        // A batch size is fixed by the first cached chunk: its change comes after one.
+        return BadCall{kind, kind == 1 ? after + 1 : after};
+      });
+      RunIsolated([&] { BadCallsRefused(*engine, index, run, call); });
+    }});
     if (info->flags & KVCHECK_MODEL_RESET) {
       specs.push_back(PropertySpec{prefix + "reset_equals_fresh", 40, [engine, info, index] {
                                      const TwoRuns runs = *rc::gen::exec([info] {

@@ -17,6 +17,10 @@
 //     other lengths) made between the cached chunks leave every later cached chunk's logits
 //     as they were without them (an engine that resets its write pointer or positions on an
 //     uncached call fails);
+//   - model/<model>/bad_calls_refused: between cached chunks, a cached chunk past max_tokens,
+//     one of another batch size without a reset, or an empty one; the model must refuse the
+//     first two with an error (an empty chunk may also return no logits) and keep its state:
+//     the chunks after it give the logits of a session without it;
 //   - model/<model>/reset_equals_fresh (models that declare reset): a generation after a reset
 //     (with another batch size when the model takes batches) gives the logits of a fresh
 //     model.

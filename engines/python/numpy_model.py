@@ -19,6 +19,8 @@ Bugs (--bug=NAME):
   positions_from_cache  the window model numbers new tokens from the length of its cache,
                         which stops growing at W
   reset_one_layer       the model's reset forgets the first layer's cache only
+  batch_change_rebuilds  a cached forward of another batch size without a reset rebuilds the
+                        caches for it silently and keeps the position pointer
   uncached_resets_pointer  an uncached forward (a recomputation between generation steps)
                         sets the position pointer back to 0: the next cached chunk is
                         numbered from 0 over a cache that still holds the earlier tokens
@@ -119,6 +121,12 @@ class LanguageModel:
 
     def forward(self, tokens, use_cache):
         batch, seq = tokens.shape
+        first_k = self.layers[0]["cache"].k
+        if (use_cache and BUG == "batch_change_rebuilds" and first_k is not None
+                and first_k.shape[0] != batch):
+            for layer in self.layers:
+                layer["cache"].reset()
+                layer["cache"].seen = self.seen
         if use_cache:
             start = self.seen
             if BUG == "positions_from_cache" and self.layers[0]["cache"].k is not None:
@@ -152,7 +160,8 @@ def main():
     global BUG
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bug", choices=["window_cut_first", "positions_from_cache",
-                                          "reset_one_layer", "uncached_resets_pointer"])
+                                          "reset_one_layer", "uncached_resets_pointer",
+                                          "batch_change_rebuilds"])
     BUG = parser.parse_args().bug
     lm = LanguageModel
     kvcheck_engine.serve(

@@ -301,7 +301,9 @@ typedef struct kvcheck_engine {
    * kvcheck allocates. use_cache != 0: the tokens continue each row after every token given
    * with the cache since the creation or the last reset (B fixed by the first such call);
    * use_cache == 0: the tokens are a whole sequence from position 0, and the model's cache is
-   * neither read nor changed. */
+   * neither read nor changed. kvcheck also makes cached calls a caller must not: past
+   * max_tokens, another B without a reset, seq == 0. The model refuses the first two with an
+   * error (an empty call may also succeed with no logits) and keeps its state. */
   int32_t (*model_forward)(kvcheck_model* model, const int64_t* tokens, int64_t batch,
                            int64_t seq, int32_t use_cache, float* logits, kvcheck_error* err);
   void (*model_reset)(kvcheck_model* model);  /* RESET only; NULL otherwise */
