@@ -102,8 +102,9 @@ ABSL_FLAG(bool, verbose, false,
           "it: every property, the state machines' commands, every kernel's error / bound and "
           "precision-envelope ratios per dtype, the bound's tightness.");
 ABSL_FLAG(std::string, oracle, "dd",
-          "The reference's number type: dd (double-double, ~106 bits, the fast default) or real "
-          "(50 decimal digits, the cross-check); reference/ERROR_BOUND.md step 6.");
+          "The reference's number type: dd (double-double, ~106 bits, the fast default), real "
+          "(50 decimal digits, the cross-check) or real100 (100 digits, the ground truth of "
+          "the oracles' agreement check); reference/ERROR_BOUND.md step 6.");
 
 namespace kvcheck::cli {
 
