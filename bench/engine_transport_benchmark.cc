@@ -5,8 +5,9 @@
 // One operation: a decode-size append, (B, KH, S, D) = (1, KH, 1, D) f32, returning the
 // visible K and V (kvcheck borrows an engine's view, and copies it only if it still holds it
 // at the next call on that cache: the ABI lets an engine reuse the memory then); every R
-// appends the cache is reset, so a reply carries R/2 tokens on average. Two sizes: the state machine's (KH 2, D 16, R 32) and a model's (KH 8, D 64,
-// R 128: 256 KiB per reply on average). The same prealloc strategy:
+// appends the cache is reset, so a reply carries R/2 tokens on average. Two sizes: the state
+// machine's (KH 2, D 16, R 32) and a model's (KH 8, D 64, R 128: 256 KiB per reply on
+// average). The same prealloc strategy:
 //   builtin          kvcheck's registry, in process
 //   plugin           kvcheck's engine as a plug-in (dlopen), through ExternalCache
 //   process_host     the same plug-in over the process protocol (kvcheck_engine_host)
