@@ -163,9 +163,8 @@ bool RunCall(const Decoder& decoder, const BatchPlan& plan, int64_t call,
     batch.last_logits[b].assign(logits->begin() + b * V, logits->begin() + (b + 1) * V);
     batch.diverge[b] = false;
     // This row alone, recomputed over every token it has been fed.
-    model::ForwardOptions alone = options;
     const absl::StatusOr<std::vector<float>> want =
-        decoder.Forward(batch.fed[b], {0, 0}, {}, alone);
+        decoder.Forward(batch.fed[b], {0, 0}, {}, options);
     RC_ASSERT(want.ok());
     const double tolerance = Tolerance(*want);
     for (int64_t v = 0; v < V; ++v) {

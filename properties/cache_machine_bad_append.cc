@@ -1,6 +1,7 @@
 // The BadAppend command: appends that must fail with a specific status code and leave the
 // cache exactly as it was (K and V, lengths, capacity and counters).
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "properties/cache_machine_commands.h"
 #include "properties/generators.h"
 #include "rapidcheck.h"
@@ -26,10 +27,11 @@ const char* const kKindNames[] = {"wrong dtype", "wrong B",        "wrong KH",
                                   "rank 3",      "overflowing S",  "bad active flags"};
 
 // "f32 [2, 1, 1, 4]".
+std::string DescribeShape(DType dtype, absl::Span<const int64_t> dims) {
+  return absl::StrCat(DTypeName(dtype), " [", absl::StrJoin(dims, ", "), "]");
+}
 std::string DescribeShape(const Tensor& t) {
-  std::string dims;
-  for (int d = 0; d < t.rank(); ++d) absl::StrAppend(&dims, d == 0 ? "" : ", ", t.dim(d));
-  return absl::StrCat(DTypeName(t.dtype()), " [", dims, "]");
+  return DescribeShape(t.dtype(), std::vector<int64_t>(t.shape().begin(), t.shape().end()));
 }
 
 Tensor Zeros(DType dtype, std::vector<int64_t> shape) {
@@ -102,6 +104,7 @@ void BadAppend::run(const Model& m, Sut& sut) const {
       break;
   }
   const Tensor k = Zeros(dtype, dims);
+  Tensor sent_k = k, sent_v = k;  // what a shape or dtype mistake appends
   if (kind_ == kKvMismatch || kind_ == kWrongRank) {
     // One of the two right for the cache, the other not: one size or the dtype differs, or
     // it has rank 3.
@@ -115,7 +118,9 @@ void BadAppend::run(const Model& m, Sut& sut) const {
       other_dims[mismatch_dim_] += 1;
     }
     const Tensor other = Zeros(other_dtype, other_dims);
-    status = v_is_wrong_ ? append(k, other, {}) : append(other, k, {});
+    sent_k = v_is_wrong_ ? k : other;
+    sent_v = v_is_wrong_ ? other : k;
+    status = append(sent_k, sent_v, {});
   } else if (kind_ == kOverflowingSeq) {
     // A zero-stride (broadcast) view: enormous S without the memory.
     const int64_t seq = kMaxSequenceLength - MaxAppended(branch) + 1;
@@ -153,24 +158,15 @@ void BadAppend::run(const Model& m, Sut& sut) const {
                              kind_ == kWrongKvHeads || kind_ == kWrongHeadDim ||
                              (kind_ == kKvMismatch && !into_kept_view_);
   if (engine_checks) {
-    const Tensor other = Zeros(kind_ == kKvMismatch && mismatch_dim_ == 4
-                                   ? (dtype == DType::kF32 ? DType::kF16 : DType::kF32)
-                                   : dtype,
-                               [&] {
-                                 std::vector<int64_t> d = dims;
-                                 if (kind_ == kKvMismatch && mismatch_dim_ < 4) d[mismatch_dim_] += 1;
-                                 return d;
-                               }());
-    const Tensor& sent_v = kind_ == kKvMismatch ? other : k;
-    const std::optional<absl::Status> answer = cache.AppendUnchecked(k, sent_v);
+    const std::optional<absl::Status> answer = cache.AppendUnchecked(sent_k, sent_v);
     if (answer.has_value() && answer->ok()) {
       const std::string fixed =
           branch.shape().has_value()
               ? absl::StrCat("a cache whose first append since the reset was ",
-                             DescribeShape(Zeros(shape.dtype, {shape.batch, shape.num_kv_heads, 1,
-                                                               shape.head_dim})))
+                             DescribeShape(shape.dtype, {shape.batch, shape.num_kv_heads, 1,
+                                                         shape.head_dim}))
               : std::string("an empty cache");
-      RC_FAIL(absl::StrCat("the engine accepted an append of k ", DescribeShape(k), ", v ",
+      RC_FAIL(absl::StrCat("the engine accepted an append of k ", DescribeShape(sent_k), ", v ",
                            DescribeShape(sent_v), " into ", fixed,
                            ": it must refuse it with an error and keep its state"));
     }

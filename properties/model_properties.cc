@@ -109,13 +109,17 @@ void ExpectAgree(const std::vector<float>& got, int64_t start, int64_t seq,
 }
 
 // Feeds `run` through `session`'s cache chunk by chunk; the logits of every chunk, in order
-// (each (B, chunk, V)), are handed to `each(start, seq, logits, chunk index)`.
+// (each (B, chunk, V)), are handed to `each(start, seq, logits, chunk index)`. `between`, if
+// given, is called as between(chunks fed so far, position) before every chunk and after the
+// last: the laws that make other calls between the cached ones.
 void FeedChunks(ModelSession& session, const TokenRun& run, int64_t vocab,
                 const std::string& what,
                 const std::function<void(int64_t, int64_t, const std::vector<float>&, size_t)>&
-                    each) {
+                    each,
+                const std::function<void(size_t, int64_t)>& between = nullptr) {
   int64_t start = 0;
   for (size_t c = 0; c < run.chunks.size(); ++c) {
+    if (between) between(c, start);
     const std::string at = absl::StrCat(what, " chunk ", c + 1, " of ", run.chunks.size(),
                                         " (positions [", start, ", ", start + run.chunks[c], "))");
     NoteStep(at);
@@ -123,6 +127,7 @@ void FeedChunks(ModelSession& session, const TokenRun& run, int64_t vocab,
     each(start, run.chunks[c], logits, c);
     start += run.chunks[c];
   }
+  if (between) between(run.chunks.size(), start);
 }
 
 // The logits of `run` fed chunk by chunk through a new session's cache, as (B, T, V).
@@ -280,10 +285,10 @@ void UncachedBetweenCachedChangesNothing(engine::Engine& engine, int index, cons
   const int64_t V = info.vocab_size;
   const std::vector<float> plain = LogitsOfAFreshSession(engine, index, run, V, "cached only");
   ModelSession session(engine, index);
-  int64_t start = 0;
-  for (size_t c = 0; c < run.chunks.size(); ++c) {
-    // An uncached forward neither reads nor changes the cache: the chunks after it see the
-    // cache as they would have without it.
+  // An uncached forward neither reads nor changes the cache: the chunks after it see the
+  // cache as they would have without it.
+  const auto uncached = [&](size_t c, int64_t) {
+    if (c == run.chunks.size()) return;  // no cached chunk after it to check
     for (const UncachedCall& call : calls) {
       if (std::min<size_t>(call.before, run.chunks.size() - 1) != c) continue;
       const std::string what = absl::StrCat("an uncached forward of ", call.length,
@@ -291,14 +296,14 @@ void UncachedBetweenCachedChangesNothing(engine::Engine& engine, int index, cons
       NoteStep(what);
       session.Forward(UncachedTokens(call, run.batch, V), 0, call.length, false, V, what);
     }
-    const std::string at = absl::StrCat("cached chunk ", c + 1, " of ", run.chunks.size(),
-                                        " (positions [", start, ", ", start + run.chunks[c], "))");
-    NoteStep(at);
-    const std::vector<float> logits = session.Forward(run, start, run.chunks[c], true, V, at);
-    ExpectAgree(logits, start, run.chunks[c], plain, run.length, run.batch, V, info.tolerance,
-                "after the uncached forwards", "without them", at);
-    start += run.chunks[c];
-  }
+  };
+  FeedChunks(session, run, V, "cached",
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
+               ExpectAgree(logits, start, seq, plain, run.length, run.batch, V, info.tolerance,
+                           "after the uncached forwards", "without them",
+                           absl::StrCat("cached chunk ", c + 1, " of ", run.chunks.size()));
+             },
+             uncached);
   RC_CLASSIFY(calls.size() > 1, "several uncached forwards");
 }
 
@@ -352,19 +357,15 @@ void BadCallsRefused(engine::Engine& engine, int index, const TokenRun& run, con
   const std::vector<float> plain = LogitsOfAFreshSession(engine, index, run, V, "without it");
   ModelSession session(engine, index);
   const size_t at = std::min<size_t>(call.after, run.chunks.size());
-  int64_t start = 0;
-  for (size_t c = 0; c <= run.chunks.size(); ++c) {
-    if (c == at) MakeBadCall(session, info, run, call, start, c);
-    if (c == run.chunks.size()) break;
-    const std::string where = absl::StrCat("cached chunk ", c + 1, " of ", run.chunks.size(),
-                                           " (positions [", start, ", ", start + run.chunks[c],
-                                           "))");
-    NoteStep(where);
-    const std::vector<float> logits = session.Forward(run, start, run.chunks[c], true, V, where);
-    ExpectAgree(logits, start, run.chunks[c], plain, run.length, run.batch, V, info.tolerance,
-                "after the refused call", "without it", where);
-    start += run.chunks[c];
-  }
+  FeedChunks(session, run, V, "cached",
+             [&](int64_t start, int64_t seq, const std::vector<float>& logits, size_t c) {
+               ExpectAgree(logits, start, seq, plain, run.length, run.batch, V, info.tolerance,
+                           "after the refused call", "without it",
+                           absl::StrCat("cached chunk ", c + 1, " of ", run.chunks.size()));
+             },
+             [&](size_t c, int64_t start) {
+               if (c == at) MakeBadCall(session, info, run, call, start, c);
+             });
   RC_TAG(kBadCallNames[call.kind]);
 }
 

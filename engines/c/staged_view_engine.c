@@ -88,6 +88,14 @@ static int ensure(kvcheck_cache* c, int64_t needed, kvcheck_error* err) {
   return KVCHECK_OK;
 }
 
+/* Every call on a cache ends the life of its last view: poison it. */
+static void poison(kvcheck_cache* c) {
+  if (c->stage_k != NULL) {
+    memset(c->stage_k, 0xff, c->stage_bytes);
+    memset(c->stage_v, 0xff, c->stage_bytes);
+  }
+}
+
 /* Rewrites the staging buffers in place (NaN first, then the visible tokens) and points the
  * view at them. */
 static int stage(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* err) {
@@ -113,8 +121,7 @@ static int stage(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* err) {
     c->stage_v = v;
     c->stage_bytes = 2 * half + 1;
   }
-  memset(c->stage_k, 0xff, c->stage_bytes);
-  memset(c->stage_v, 0xff, c->stage_bytes);
+  poison(c);
   for (r = 0; r < rows; ++r) {
     memcpy(c->stage_k + offset + r * row_bytes(c, c->length),
            c->k + r * row_bytes(c, c->capacity), row_bytes(c, c->length));
@@ -199,14 +206,6 @@ static int32_t cache_append(kvcheck_cache* c, const kvcheck_tensor* k, const kvc
 
 static int32_t cache_view(kvcheck_cache* c, kvcheck_view* out, kvcheck_error* err) {
   return stage(c, out, err);
-}
-
-/* Every call on a cache ends the life of its last view: poison it. */
-static void poison(kvcheck_cache* c) {
-  if (c->stage_k != NULL) {
-    memset(c->stage_k, 0xff, c->stage_bytes);
-    memset(c->stage_v, 0xff, c->stage_bytes);
-  }
 }
 
 static int32_t cache_fork(kvcheck_cache* c, kvcheck_cache** out, kvcheck_error* err) {

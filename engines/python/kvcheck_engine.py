@@ -55,6 +55,9 @@ A kernel is a function (q, k, v, params) -> out with q (B, H, Sq, D), k and v (B
 D), out (B, H, Sq, D) in q's dtype; params is a dict with scale (None: 1/sqrt(D)), softcap,
 causal, window, alibi_slopes, mask (or None), q_positions, kv_positions (or None).
 
+A cache must refuse an append of another shape or dtype than its first since the reset
+(kvcheck sends such calls); refuse_mismatch(cached_k, k, v) does that for numpy and torch.
+
 Errors: raise EngineError(code, message) for a specific status code; ValueError and TypeError
 become INVALID_ARGUMENT, NotImplementedError UNIMPLEMENTED, MemoryError RESOURCE_EXHAUSTED,
 anything else INTERNAL with the traceback (also printed to stderr). print() is safe: stdout is
@@ -94,6 +97,20 @@ class EngineError(Exception):
             raise ValueError("unknown status code %r (one of %s)" % (code, ", ".join(CODES)))
         super().__init__(message)
         self.code = code
+
+
+def refuse_mismatch(cached, k, v):
+    """For a cache's append: raises EngineError (the call refused, the cache unchanged) when k
+    and v differ in shape or dtype, or when k's B, KH, D or dtype differ from `cached` (the
+    cache's K, None while empty). kvcheck sends such appends, as a caller's bug would, and
+    numpy or torch would otherwise accept some silently (concatenation promotes another
+    dtype; a slice assignment broadcasts a batch of 1). Works on numpy and torch arrays."""
+    if tuple(k.shape) != tuple(v.shape) or k.dtype != v.dtype:
+        raise EngineError("INVALID_ARGUMENT", "k and v differ")
+    if cached is not None and (tuple(k.shape[:2]) != tuple(cached.shape[:2])
+                               or k.shape[3] != cached.shape[3] or k.dtype != cached.dtype):
+        raise EngineError("FAILED_PRECONDITION", "k is %s %s; the cache holds %s %s" %
+                          (k.dtype, tuple(k.shape), cached.dtype, tuple(cached.shape)))
 
 
 class Config:

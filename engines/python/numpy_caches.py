@@ -19,24 +19,12 @@ import kvcheck_engine  # noqa: E402
 from kvcheck_engine import Config  # noqa: E402
 
 
-def refuse_mismatch(cached, k, v):
-    """Raises (the call is refused, the cache unchanged) for k and v that differ, or for
-    another B, KH, D or dtype than `cached` (the cache's K, None when empty) has."""
-    if k.shape != v.shape or k.dtype != v.dtype:
-        raise kvcheck_engine.EngineError("INVALID_ARGUMENT", "k and v differ")
-    if cached is not None and (k.shape[:2] != cached.shape[:2] or k.shape[3] != cached.shape[3]
-                               or k.dtype != cached.dtype):
-        raise kvcheck_engine.EngineError(
-            "FAILED_PRECONDITION", "k is %s %s; the cache holds %s %s" %
-            (k.dtype, k.shape, cached.dtype, cached.shape))
-
-
 class CatCache:
     def __init__(self, config):
         self.k = self.v = None
 
     def append(self, k, v):
-        refuse_mismatch(self.k, k, v)
+        kvcheck_engine.refuse_mismatch(self.k, k, v)
         self.k = k if self.k is None else np.concatenate([self.k, k], axis=2)
         self.v = v if self.v is None else np.concatenate([self.v, v], axis=2)
         return self.k, self.v
@@ -62,7 +50,7 @@ class RingCache:
         self.count = 0
 
     def append(self, k, v):
-        refuse_mismatch(self.k, k, v)
+        kvcheck_engine.refuse_mismatch(self.k, k, v)
         batch, heads, seq, dim = k.shape
         if self.k is None:
             self.k = np.zeros((batch, heads, self.window, dim), dtype=k.dtype)

@@ -50,19 +50,6 @@ import kvcheck_engine  # noqa: E402
 BUG = None
 
 
-def refuse_mismatch(cached, k, v):
-    """Refuses (an error, the cache unchanged) k and v that differ, or another B, KH, D or
-    dtype than the cache's K `cached` (None when empty) has: torch.cat would promote another
-    dtype, and a slice assignment would broadcast a batch of 1, without a word."""
-    if k.shape != v.shape or k.dtype != v.dtype:
-        raise kvcheck_engine.EngineError("INVALID_ARGUMENT", "k and v differ")
-    if cached is not None and (k.shape[:2] != cached.shape[:2] or k.shape[3] != cached.shape[3]
-                               or k.dtype != cached.dtype):
-        raise kvcheck_engine.EngineError(
-            "FAILED_PRECONDITION", "k is %s %s; the cache holds %s %s" %
-            (k.dtype, tuple(k.shape), cached.dtype, tuple(cached.shape)))
-
-
 class CatCache:
     """torch.cat growth: every append concatenates onto the whole history."""
 
@@ -70,7 +57,7 @@ class CatCache:
         self.k = self.v = None
 
     def append(self, k, v):
-        refuse_mismatch(self.k, k, v)
+        kvcheck_engine.refuse_mismatch(self.k, k, v)
         self.k = k.clone() if self.k is None else torch.cat([self.k, k], dim=2)
         self.v = v.clone() if self.v is None else torch.cat([self.v, v], dim=2)
         return self.k, self.v
@@ -111,7 +98,7 @@ class PreallocCache:
         self.cache_k, self.cache_v = new_k, new_v
 
     def append(self, k, v):
-        refuse_mismatch(self.cache_k, k, v)
+        kvcheck_engine.refuse_mismatch(self.cache_k, k, v)
         seq = k.shape[2]
         end = self.ptr_current_pos + seq
         if self.cache_k is None or end > self.cache_k.shape[2]:
@@ -159,7 +146,7 @@ class WindowCache:
         self.seen = 0  # tokens appended since the reset: the position of the next one
 
     def append(self, k, v):
-        refuse_mismatch(self.k, k, v)
+        kvcheck_engine.refuse_mismatch(self.k, k, v)
         if BUG == "window_overflow":
             # The cut comes first, so the new chunk is never cut.
             old_k = None if self.k is None else self.k[:, :, -self.window:]
